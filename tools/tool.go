@@ -1,0 +1,34 @@
+// Package tools owns ink's built-in tools (read, grep, find, ls, edit, write,
+// bash) and the worker side of `task`, which forwards each call to the
+// orchestrator through the TaskRunner interface.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/inkdev/ink/model"
+)
+
+// Result is what a tool run produced.
+type Result struct {
+	// Content is the text the model sees.
+	Content string
+	// IsError marks a failed call; the model sees Content as an error.
+	IsError bool
+	// Record is an opaque record stored beside the result in the transcript
+	// and never sent to a model (the TaskRecord of a `task` call).
+	Record json.RawMessage
+}
+
+// Tool is one tool an agent may call. Implementations are safe for
+// concurrent use when Safe reports true.
+type Tool interface {
+	// Spec is the name, description and argument schema shown to the model.
+	Spec() model.ToolSpec
+	// Safe reports whether calls may run concurrently with other safe calls.
+	Safe() bool
+	// Run executes one call. Bad arguments and failures are reported as an
+	// isError Result, never a panic. Run honours ctx cancellation.
+	Run(ctx context.Context, args json.RawMessage) Result
+}
