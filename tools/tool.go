@@ -32,3 +32,17 @@ type Tool interface {
 	// isError Result, never a panic. Run honours ctx cancellation.
 	Run(ctx context.Context, args json.RawMessage) Result
 }
+
+type callIDKey struct{}
+
+// WithCallID returns ctx carrying the id of the tool call being run. The
+// agent loop sets it so that tools which need it (task) can read it.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID returns the tool call id set by WithCallID, or "".
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
