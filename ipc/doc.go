@@ -1,0 +1,40 @@
+// Package ipc owns the wire between the ink orchestrator (the host) and an
+// ink worker process: the protobuf service in worker.proto and its generated
+// code in ipc/pb, the go-plugin handshake, and the glue on both ends.
+// Nothing else in ink imports go-plugin.
+//
+// # Host side
+//
+// [Start] launches `ink worker` (any command the caller builds) in its own
+// session, hands it only the environment the caller allowed plus what
+// go-plugin needs, waits for the handshake, and checks that the worker speaks
+// [ProtocolVersion]. The returned [Client] opens one bidirectional
+// [Client.Attempt] stream per attempt and [Client.Kill]s the worker and its
+// whole process group when done.
+//
+// The transport is go-plugin's Unix socket, over gRPC only, without AutoMTLS
+// and without a GRPCBroker. The socket lives in a fresh 0700 directory inside
+// the caller's socket directory ($INK_HOME/run, itself 0700 and owned by the
+// current user): the directory permissions are the security boundary. When
+// that path would make the socket path longer than Unix allows, a fresh 0700
+// directory under the system temp dir is used instead and removed on Kill.
+//
+// # Worker side
+//
+// [Serve] serves a [Handler] and answers Info itself. It never writes to the
+// process's stdout or stderr after the handshake: go-plugin's logs, the
+// standard log package and any stray print go to the logger given to Serve.
+// Serve returns when the host is gone (it shut the worker down, or its
+// connection closed) and no Attempt handler is still running; the caller then
+// exits the process.
+//
+// # Regenerating ipc/pb
+//
+// `go generate ./ipc` runs protoc over worker.proto. It needs:
+//
+//	apt-get install -y protobuf-compiler        # protoc 3.21 or later
+//	go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+//
+// with $(go env GOPATH)/bin on PATH. The generated files are committed.
+package ipc
