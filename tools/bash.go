@@ -1,0 +1,192 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/inkdev/ink/model"
+)
+
+// bashTool is the `bash` tool: it runs a shell command in the working
+// directory, in its own process group, and kills the whole group on
+// cancellation or timeout. It is not safe for concurrent use with the
+// agent's edit and write calls (the loop runs it alone), though separate
+// calls share no state.
+type bashTool struct {
+	env *Env
+}
+
+var _ Tool = (*bashTool)(nil)
+
+func (t *bashTool) Spec() model.ToolSpec {
+	return model.ToolSpec{
+		Name: "bash",
+		Description: "Run a command with bash -c in the working directory and return its combined stdout and stderr and its exit code. " +
+			"Standard input is empty, so interactive commands fail; pass flags that avoid prompts and pagers. " +
+			fmt.Sprintf("The default timeout is %s s and the maximum %s s; on timeout the command and everything it started are killed. ",
+				seconds(t.env.BashTimeout), seconds(t.env.BashMaxTimeout)) +
+			fmt.Sprintf("Output longer than %d KiB keeps its start and end and drops the middle. ", t.env.BashMaxOutput>>10) +
+			"Background processes the command leaves running are stopped when it finishes. " +
+			"A non-zero exit code is reported as an error with the output. " +
+			"Prefer read, grep, find and ls for looking at files, and edit or write for changing them.",
+		Schema: schema([]string{"command"},
+			prop{"command", "string", "The command line to run with bash -c."},
+			prop{"timeout", "number", fmt.Sprintf("Timeout in seconds (default %s, at most %s).", seconds(t.env.BashTimeout), seconds(t.env.BashMaxTimeout))},
+		),
+	}
+}
+
+func (t *bashTool) Safe() bool { return false }
+
+type bashArgs struct {
+	Command string   `json:"command"`
+	Timeout *float64 `json:"timeout"`
+}
+
+func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
+	var a bashArgs
+	if err := decodeArgs("bash", raw, &a, []string{"command", "timeout"}); err != nil {
+		return errorResult("bash: %v", err)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return errorResult("bash: command is required: give the command line to run")
+	}
+	timeout := t.env.BashTimeout
+	if a.Timeout != nil {
+		d := time.Duration(*a.Timeout * float64(time.Second))
+		switch {
+		case *a.Timeout <= 0 || d <= 0:
+			return errorResult("bash: timeout must be a positive number of seconds, got %v", *a.Timeout)
+		case d > t.env.BashMaxTimeout:
+			return errorResult("bash: timeout %v s is more than the maximum %s s; split the work or run it in steps", *a.Timeout, seconds(t.env.BashMaxTimeout))
+		}
+		timeout = d
+	}
+	if ctx.Err() != nil {
+		return errorResult("interrupted: %s\n(the command was not started)", context.Cause(ctx).Error())
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		return errorResult("bash: create output pipe: %v", err)
+	}
+	cmd := exec.Command("bash", "-c", a.Command)
+	cmd.Dir = t.env.Cwd
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return errorResult("bash: could not start bash: %v", err)
+	}
+	w.Close()
+	out := newCappedOutput(t.env.BashMaxOutput)
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, r)
+		close(copied)
+	}()
+	pgid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() {
+		waitExited(pgid)
+		close(exited)
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var interrupted, timedOut bool
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		interrupted = true
+	case <-timer.C:
+		timedOut = true
+	}
+	grace := t.env.BashKillGrace
+	if interrupted || timedOut {
+		stopGroup(pgid, cmd.Process, exited, grace)
+	}
+	// The leader has exited but is not reaped yet, so its pid (the group
+	// id) cannot be reused: stop whatever the command left in its group.
+	if syscall.Kill(-pgid, syscall.SIGTERM) == nil {
+		select {
+		case <-copied:
+		case <-time.After(grace):
+		}
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	waitErr := cmd.Wait()
+	select {
+	case <-copied:
+	case <-time.After(grace):
+		// Something that left the process group still holds the output
+		// pipe; stop reading rather than wait for it.
+	}
+	r.Close()
+	<-copied
+
+	text := out.String()
+	if text == "" {
+		text = "(no output)"
+	}
+	switch {
+	case interrupted:
+		return errorResult("interrupted: %s\n%s", context.Cause(ctx).Error(), text)
+	case timedOut:
+		return errorResult("bash: timed out after %s s; the command and its process group were killed. Output so far:\n%s", seconds(timeout), text)
+	}
+	state := cmd.ProcessState
+	if state == nil {
+		return errorResult("bash: %v\n%s", waitErr, text)
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return errorResult("%s\n[killed by signal %s]", text, unix.SignalName(ws.Signal()))
+	}
+	code := state.ExitCode()
+	if code != 0 {
+		return errorResult("%s\n[exit code %d]", text, code)
+	}
+	return Result{Content: fmt.Sprintf("%s\n[exit code 0]", text)}
+}
+
+// stopGroup ends the process group pgid: SIGTERM, up to grace for the
+// leader to exit, then SIGKILL. It returns once the leader has exited.
+func stopGroup(pgid int, leader *os.Process, exited <-chan struct{}, grace time.Duration) {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-exited:
+		return
+	case <-time.After(grace):
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	leader.Kill()
+	<-exited
+}
+
+// waitExited blocks until process pid has exited, without reaping it.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// seconds formats d as a number of seconds without a unit.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}

@@ -1,0 +1,157 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/inkdev/ink/model"
+)
+
+// editTool is the `edit` tool: it replaces one exact, unique piece of text
+// in a file the agent has read. It is not safe for concurrent use with the
+// agent's other edit and write calls (the loop runs it alone); across
+// processes the per-file lock serialises it.
+type editTool struct {
+	env     *Env
+	tracker *readTracker
+}
+
+var _ Tool = (*editTool)(nil)
+
+func (t *editTool) Spec() model.ToolSpec {
+	return model.ToolSpec{
+		Name: "edit",
+		Description: "Replace text in an existing file. oldText must match the file exactly (whitespace and indentation included, " +
+			"without read's line-number prefixes) and exactly once; include enough surrounding lines to make it unique. " +
+			"newText replaces it (empty deletes it). You must read the file first, and read it again if it changed since; " +
+			"the edit is refused otherwise. To create a file use write.",
+		Schema: schema([]string{"path", "oldText", "newText"},
+			prop{"path", "string", "File to edit, relative to the working directory or absolute inside the root."},
+			prop{"oldText", "string", "Exact text to replace; must occur exactly once in the file."},
+			prop{"newText", "string", "Replacement text."},
+		),
+	}
+}
+
+func (t *editTool) Safe() bool { return false }
+
+type editArgs struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"oldText"`
+	NewText *string `json:"newText"`
+}
+
+func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
+	var a editArgs
+	if err := decodeArgs("edit", raw, &a, []string{"path", "oldText", "newText"}); err != nil {
+		return errorResult("edit: %v", err)
+	}
+	switch {
+	case strings.TrimSpace(a.Path) == "":
+		return errorResult("edit: path is required: name the file to edit")
+	case a.OldText == nil || *a.OldText == "":
+		return errorResult("edit: oldText is required: give the exact text to replace (to create or overwrite a whole file, use write)")
+	case a.NewText == nil:
+		return errorResult(`edit: newText is required: give the replacement text ("" deletes oldText)`)
+	case *a.OldText == *a.NewText:
+		return errorResult("edit: oldText and newText are identical; nothing would change")
+	}
+	real, err := t.env.resolve(a.Path)
+	if err != nil {
+		return errorResult("edit: %v", err)
+	}
+	name := t.env.display(real)
+
+	unlock, err := t.env.lockFile(ctx, real)
+	if err != nil {
+		return errorResult("edit: %s: waiting for the file lock: %v", name, lockWaitError(ctx, err))
+	}
+	defer unlock()
+
+	fi, err := os.Stat(real)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errorResult("edit: %s does not exist; use write to create a new file", name)
+	case err != nil:
+		return errorResult("edit: %s: %v", name, unwrapPathError(err))
+	case fi.IsDir():
+		return errorResult("edit: %s is a directory, not a file", name)
+	case !fi.Mode().IsRegular():
+		return errorResult("edit: %s is not a regular file (%s)", name, fi.Mode().Type())
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return errorResult("edit: %s: %v", name, unwrapPathError(err))
+	}
+	if msg := staleRead(t.tracker, real, name, data); msg != "" {
+		return errorResult("edit: %s", msg)
+	}
+	content := string(data)
+	oldText, newText := *a.OldText, *a.NewText
+	switch n := strings.Count(content, oldText); {
+	case n == 0:
+		hint := "check whitespace and indentation, leave out read's line-number prefixes, or re-read the file"
+		if strings.Contains(content, "\r\n") && !strings.Contains(oldText, "\r\n") && strings.Contains(oldText, "\n") {
+			hint = "the file uses CRLF (\\r\\n) line endings; match them in oldText and newText"
+		}
+		return errorResult("edit: oldText was not found in %s; %s", name, hint)
+	case n > 1:
+		return errorResult("edit: oldText matches %d places in %s; include more surrounding lines so it matches exactly one", n, name)
+	}
+	if t.env.testBeforeWrite != nil {
+		t.env.testBeforeWrite()
+	}
+	at := strings.Index(content, oldText)
+	updated := content[:at] + newText + content[at+len(oldText):]
+	if err := writeFileAtomic(real, []byte(updated), fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return errorResult("edit: %s: %v; the file was left unchanged", name, err)
+	}
+	t.tracker.record(real, sha256.Sum256([]byte(updated)))
+	line := strings.Count(content[:at], "\n") + 1
+	return Result{Content: fmt.Sprintf("edited %s: replaced %s at line %d with %s",
+		name, countLines(oldText), line, countLines(newText))}
+}
+
+// staleRead returns why a change to the existing file at real (holding
+// data now) must be refused under the re-read rule, or "" when the agent
+// has read exactly this content.
+func staleRead(tr *readTracker, real, name string, data []byte) string {
+	seen, unchanged := tr.check(real, sha256.Sum256(data))
+	switch {
+	case !seen:
+		return fmt.Sprintf("%s exists and you have not read it; read it first, then try again", name)
+	case !unchanged:
+		return fmt.Sprintf("%s changed since you last read it; re-read it first, then try again", name)
+	}
+	return ""
+}
+
+// lockWaitError says why waiting for a file lock failed, preferring ctx's
+// cause when ctx ended the wait.
+func lockWaitError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+	return err
+}
+
+// countLines describes the size of a piece of text in lines.
+func countLines(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	if n == 1 {
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
+}

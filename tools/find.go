@@ -1,0 +1,102 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/inkdev/ink/model"
+)
+
+// findTool is the `find` tool: it lists paths below a directory whose name
+// or relative path matches a glob. It is safe for concurrent use.
+type findTool struct {
+	env *Env
+}
+
+var _ Tool = (*findTool)(nil)
+
+func (t *findTool) Spec() model.ToolSpec {
+	return model.ToolSpec{
+		Name: "find",
+		Description: "Find files and directories by glob pattern. The pattern is matched against each entry's base name " +
+			`and its path relative to the search directory: "*.go" finds Go files at any depth, "cmd/**/main.go" is anchored, ` +
+			`** matches any number of directories and {a,b} gives alternatives. ` +
+			"Skips .git and node_modules and does not follow symbolic links. " +
+			"Paths are printed sorted, relative to the working directory, with a trailing / on directories; " +
+			fmt.Sprintf("at most %d are shown.", t.env.FindMaxResults),
+		Schema: schema([]string{"pattern"},
+			prop{"pattern", "string", `Glob to match, e.g. "*_test.go" or "internal/**/*.{ts,tsx}".`},
+			prop{"path", "string", "Directory to search (default: the working directory)."},
+		),
+	}
+}
+
+func (t *findTool) Safe() bool { return true }
+
+type findArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+}
+
+func (t *findTool) Run(ctx context.Context, raw json.RawMessage) Result {
+	var a findArgs
+	if err := decodeArgs("find", raw, &a, []string{"pattern", "path"}); err != nil {
+		return errorResult("find: %v", err)
+	}
+	if strings.TrimSpace(a.Pattern) == "" {
+		return errorResult(`find: pattern is required: give a glob such as "*.go"`)
+	}
+	glob, err := compileGlob(a.Pattern)
+	if err != nil {
+		return errorResult("find: %v", err)
+	}
+	if strings.TrimSpace(a.Path) == "" {
+		a.Path = "."
+	}
+	start, err := t.env.resolve(a.Path)
+	if err != nil {
+		return errorResult("find: %v", err)
+	}
+	fi, err := os.Stat(start)
+	if err != nil {
+		return errorResult("find: %s: %v", t.env.display(start), unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return errorResult("find: %s is a file, not a directory; give a directory to search", t.env.display(start))
+	}
+	var found []string
+	err = walkTree(ctx, start, func(real, rel string, d fs.DirEntry) error {
+		if glob.matchBaseOrPath(rel) {
+			name := t.env.display(real)
+			if d.IsDir() {
+				name += "/"
+			}
+			found = append(found, name)
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return errorResult("find: interrupted: %v", context.Cause(ctx))
+		}
+		return errorResult("find: %s: %v", t.env.display(start), unwrapPathError(err))
+	}
+	if len(found) == 0 {
+		return Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, t.env.display(start))}
+	}
+	sort.Strings(found)
+	total := len(found)
+	if total > t.env.FindMaxResults {
+		found = found[:t.env.FindMaxResults]
+	}
+	out := strings.Join(found, "\n")
+	if total > len(found) {
+		out += fmt.Sprintf("\n[%d of %d paths shown; %d more not shown: narrow the pattern or path]", len(found), total, total-len(found))
+	}
+	return Result{Content: out}
+}

@@ -1,0 +1,89 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/inkdev/ink/model"
+)
+
+// lsTool is the `ls` tool: it lists one directory. It is safe for
+// concurrent use.
+type lsTool struct {
+	env *Env
+}
+
+var _ Tool = (*lsTool)(nil)
+
+func (t *lsTool) Spec() model.ToolSpec {
+	return model.ToolSpec{
+		Name: "ls",
+		Description: "List a directory's entries, sorted by name, hidden ones included. " +
+			`Directories end with "/", symbolic links are shown as "name -> target". ` +
+			fmt.Sprintf("At most %d entries are shown.", t.env.LsMaxEntries),
+		Schema: schema(nil,
+			prop{"path", "string", "Directory to list (default: the working directory)."},
+		),
+	}
+}
+
+func (t *lsTool) Safe() bool { return true }
+
+type lsArgs struct {
+	Path string `json:"path"`
+}
+
+func (t *lsTool) Run(ctx context.Context, raw json.RawMessage) Result {
+	var a lsArgs
+	if err := decodeArgs("ls", raw, &a, []string{"path"}); err != nil {
+		return errorResult("ls: %v", err)
+	}
+	if strings.TrimSpace(a.Path) == "" {
+		a.Path = "."
+	}
+	dir, err := t.env.resolve(a.Path)
+	if err != nil {
+		return errorResult("ls: %v", err)
+	}
+	name := t.env.display(dir)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return errorResult("ls: %s: %v", name, unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return errorResult("ls: %s is a file, not a directory; use read to see its contents", name)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errorResult("ls: %s: %v", name, unwrapPathError(err))
+	}
+	if len(entries) == 0 {
+		return Result{Content: fmt.Sprintf("(%s is an empty directory)", name)}
+	}
+	var out strings.Builder
+	for i, e := range entries {
+		if i == t.env.LsMaxEntries {
+			fmt.Fprintf(&out, "[%d of %d entries shown; use find with a pattern to narrow]\n", i, len(entries))
+			break
+		}
+		switch {
+		case e.IsDir():
+			out.WriteString(e.Name() + "/")
+		case e.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil {
+				target = "?"
+			}
+			out.WriteString(e.Name() + " -> " + target)
+		default:
+			out.WriteString(e.Name())
+		}
+		out.WriteByte('\n')
+	}
+	return Result{Content: strings.ToValidUTF8(strings.TrimSuffix(out.String(), "\n"), "\uFFFD")}
+}
