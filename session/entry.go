@@ -1,0 +1,269 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/inkdev/ink/model"
+)
+
+// Entry types written after the header.
+const (
+	EntryMessage = "message"
+	EntryAttempt = "attempt"
+)
+
+// Attempt phases.
+const (
+	PhaseStart = "start"
+	PhaseEnd   = "end"
+)
+
+// AttemptEntry is the worker's own record of one attempt on a transcript:
+// one "start" entry when the attempt begins and one "end" entry when it
+// ends. A resume after the supervisor was lost reads the end entry instead
+// of a parent-side TaskRecord.
+type AttemptEntry struct {
+	// Phase is PhaseStart or PhaseEnd.
+	Phase     string `json:"phase"`
+	AttemptID string `json:"attemptId"`
+	// Epoch is the lease's fencing epoch the attempt ran under.
+	Epoch int64     `json:"epoch,omitempty"`
+	Pid   int       `json:"pid,omitempty"`
+	Time  time.Time `json:"time"`
+	// Status is the outcome (end only): completed, aborted, timeout, crash
+	// or interrupted.
+	Status string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Turns counts the model turns of this attempt (end only).
+	Turns int          `json:"turns,omitempty"`
+	Usage *model.Usage `json:"usage,omitempty"`
+	// FinalTextLen is the byte length of the attempt's final assistant text.
+	FinalTextLen int `json:"finalTextLen"`
+	// FinalText is the attempt's final assistant text, so a result can be
+	// given again without a parent-side record.
+	FinalText string `json:"finalText,omitempty"`
+}
+
+// Entry is one line of a transcript after the header.
+type Entry struct {
+	// Type is EntryMessage or EntryAttempt.
+	Type string `json:"type"`
+	// ID identifies the entry (NewID).
+	ID string `json:"id"`
+	// Message is set for message entries, with TaskRecord restored.
+	Message *model.Message `json:"message,omitempty"`
+	// TaskRecord is the raw TaskRecord of a `task` result; message entries only.
+	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	// Attempt is set for attempt entries.
+	Attempt *AttemptEntry `json:"-"`
+	// Line is the entry's 1-based line number (the header is line 1).
+	Line int `json:"-"`
+	// Offset is the byte offset at which the entry's line starts.
+	Offset int64 `json:"-"`
+}
+
+// wireEntry is the on-disk shape of an entry: attempt fields sit beside
+// "type" and "id" rather than under a key.
+type wireEntry struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Message    *model.Message  `json:"message,omitempty"`
+	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	*AttemptEntry
+}
+
+// validAttemptStatus lists the end statuses an attempt entry may carry.
+var validAttemptStatus = map[string]bool{
+	"completed": true, "aborted": true, "timeout": true, "crash": true, "interrupted": true,
+}
+
+// decodeEntry parses and validates one entry line (without or with "\n").
+func decodeEntry(line []byte) (Entry, error) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	var w wireEntry
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Entry{}, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if w.ID == "" {
+		return Entry{}, fmt.Errorf("%s entry has no id", orUnknown(w.Type))
+	}
+	switch w.Type {
+	case EntryMessage:
+		if w.Message == nil {
+			return Entry{}, errors.New("message entry has no message")
+		}
+		m := normaliseMessage(*w.Message)
+		if len(w.TaskRecord) > 0 && !bytes.Equal(w.TaskRecord, []byte("null")) {
+			rec, err := compactObject(w.TaskRecord)
+			if err != nil {
+				return Entry{}, fmt.Errorf("taskRecord: %w", err)
+			}
+			m.TaskRecord = rec
+		}
+		if err := validateMessage(m); err != nil {
+			return Entry{}, err
+		}
+		return Entry{Type: EntryMessage, ID: w.ID, Message: &m, TaskRecord: m.TaskRecord}, nil
+	case EntryAttempt:
+		if w.AttemptEntry == nil {
+			return Entry{}, errors.New("attempt entry has no fields")
+		}
+		a := *w.AttemptEntry
+		if err := validateAttempt(a); err != nil {
+			return Entry{}, err
+		}
+		return Entry{Type: EntryAttempt, ID: w.ID, Attempt: &a}, nil
+	case "session":
+		return Entry{}, errors.New("a second session header after line 1")
+	default:
+		return Entry{}, fmt.Errorf("unknown entry type %q", w.Type)
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "untyped"
+	}
+	return s
+}
+
+// validateAttempt checks an attempt entry's fields.
+func validateAttempt(a AttemptEntry) error {
+	if a.AttemptID == "" {
+		return errors.New("attempt entry has no attemptId")
+	}
+	switch a.Phase {
+	case PhaseStart:
+	case PhaseEnd:
+		if !validAttemptStatus[a.Status] {
+			return fmt.Errorf("attempt end has status %q, want one of completed, aborted, timeout, crash, interrupted", a.Status)
+		}
+	default:
+		return fmt.Errorf("attempt entry has phase %q, want start or end", a.Phase)
+	}
+	if a.Turns < 0 || a.FinalTextLen < 0 {
+		return errors.New("attempt entry has a negative count")
+	}
+	return nil
+}
+
+// validateMessage checks that m is a well-formed user, assistant or
+// toolResult message.
+func validateMessage(m model.Message) error {
+	switch m.Role {
+	case model.RoleUser, model.RoleAssistant:
+		if len(m.Results) > 0 {
+			return fmt.Errorf("%s message carries tool results", m.Role)
+		}
+		if m.Role == model.RoleUser && len(m.ToolCalls) > 0 {
+			return errors.New("user message carries tool calls")
+		}
+	case model.RoleToolResult:
+		if len(m.Results) == 0 {
+			return errors.New("toolResult message has no results")
+		}
+		if len(m.ToolCalls) > 0 || len(m.Content) > 0 {
+			return errors.New("toolResult message carries content or tool calls")
+		}
+	default:
+		return fmt.Errorf("message role %q is not user, assistant or toolResult", m.Role)
+	}
+	for _, b := range m.Content {
+		if b.Type == "" {
+			return errors.New("content block has no type")
+		}
+	}
+	for _, c := range m.ToolCalls {
+		if c.ID == "" || c.Name == "" {
+			return errors.New("tool call without id or name")
+		}
+	}
+	for _, r := range m.Results {
+		if r.ToolCallID == "" {
+			return errors.New("tool result without toolCallId")
+		}
+	}
+	if m.TaskRecord != nil && m.Role != model.RoleToolResult {
+		return errors.New("taskRecord on a message that is not a toolResult")
+	}
+	return nil
+}
+
+// normaliseMessage gives a decoded message one canonical form: empty lists
+// are nil, tool call arguments are compact and JSON null arguments are nil.
+// Writing the result and reading it back yields the same message.
+func normaliseMessage(m model.Message) model.Message {
+	if len(m.Content) == 0 {
+		m.Content = nil
+	}
+	if len(m.Results) == 0 {
+		m.Results = nil
+	}
+	if len(m.ToolCalls) == 0 {
+		m.ToolCalls = nil
+	} else {
+		calls := make([]model.ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			var buf bytes.Buffer
+			if len(c.Args) > 0 && json.Compact(&buf, c.Args) == nil && buf.String() != "null" {
+				c.Args = json.RawMessage(buf.Bytes())
+			} else {
+				c.Args = nil
+			}
+			calls[i] = c
+		}
+		m.ToolCalls = calls
+	}
+	m.TaskRecord = nil
+	return m
+}
+
+// compactObject returns raw compacted, requiring a JSON object.
+func compactObject(raw json.RawMessage) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	if buf.Len() == 0 || buf.Bytes()[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// encodeEntry validates e and returns its line with "\n".
+func encodeEntry(e Entry) ([]byte, error) {
+	w := wireEntry{Type: e.Type, ID: e.ID}
+	switch e.Type {
+	case EntryMessage:
+		if e.Message == nil {
+			return nil, errors.New("message entry without message")
+		}
+		m := *e.Message
+		if err := validateMessage(m); err != nil {
+			return nil, err
+		}
+		w.Message = &m
+		if m.TaskRecord != nil {
+			rec, err := compactObject(m.TaskRecord)
+			if err != nil {
+				return nil, fmt.Errorf("taskRecord: %w", err)
+			}
+			w.TaskRecord = rec
+		}
+	case EntryAttempt:
+		if e.Attempt == nil {
+			return nil, errors.New("attempt entry without attempt")
+		}
+		if err := validateAttempt(*e.Attempt); err != nil {
+			return nil, err
+		}
+		w.AttemptEntry = e.Attempt
+	default:
+		return nil, fmt.Errorf("unknown entry type %q", e.Type)
+	}
+	return marshalLine(w)
+}

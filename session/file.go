@@ -1,0 +1,67 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular marks a transcript path that is a symlink, a directory or
+// another non-regular file. ink never follows a symlink to a transcript.
+var ErrNotRegular = errors.New("not a regular file")
+
+// openRegular opens path with flag after checking, without following
+// symlinks, that it is a regular file. The caller closes the file.
+func openRegular(path string, flag int) (*os.File, os.FileInfo, error) {
+	li, err := os.Lstat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkRegular(path, li); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, fmt.Errorf("%s is a symlink; ink does not follow symlinks to transcripts (use the real file): %w", path, ErrNotRegular)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(li, fi) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s changed while it was being opened; try again: %w", path, ErrNotRegular)
+	}
+	return f, fi, nil
+}
+
+// checkRegular explains why a file described by fi is not a transcript.
+func checkRegular(path string, fi os.FileInfo) error {
+	switch m := fi.Mode(); {
+	case m&os.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symlink; ink does not follow symlinks to transcripts (use the real file): %w", path, ErrNotRegular)
+	case m.IsDir():
+		return fmt.Errorf("%s is a directory, not a transcript file: %w", path, ErrNotRegular)
+	case !m.IsRegular():
+		return fmt.Errorf("%s is not a regular file (mode %s): %w", path, m.Type(), ErrNotRegular)
+	}
+	return nil
+}
+
+// syncDir flushes the directory entry of a newly created file.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+)
+
+// dateLine matches the "- Date: YYYY-MM-DD" line of a system prompt.
+var dateLine = regexp.MustCompile(`(?m)^([ \t]*- Date: )[0-9]{4}-[0-9]{2}-[0-9]{2}([ \t]*)$`)
+
+// SystemFingerprint returns the hex sha256 of a system prompt in which every
+// "- Date: YYYY-MM-DD" line has its date replaced by "YYYY-MM-DD", so a
+// prompt assembled on another day fingerprints the same.
+func SystemFingerprint(system string) string {
+	norm := dateLine.ReplaceAllString(system, "${1}YYYY-MM-DD${2}")
+	return SHA256Hex([]byte(norm))
+}
+
+// SHA256Hex returns the lowercase hex sha256 of b.
+func SHA256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// HashFile returns a FileRef for the file at path (which should be
+// absolute), hashing its content.
+func HashFile(path string) (FileRef, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileRef{}, fmt.Errorf("hash file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return FileRef{}, fmt.Errorf("hash file %s: %w", path, err)
+	}
+	return FileRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}

@@ -1,0 +1,146 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Lookup refusal codes (DESIGN §5 step 1), plus bad-id for an id that is not
+// in the id alphabet.
+const (
+	CodeNotFound      = "not-found"
+	CodeAmbiguous     = "ambiguous"
+	CodeNotOwned      = "not-owned"
+	CodeMalformed     = "malformed"
+	CodeMissingLaunch = "missing-launch"
+	CodeInvalidLaunch = "invalid-launch"
+	CodeBadID         = "bad-id"
+)
+
+// LookupError is a refusal of FindChild. Callers branch on Code.
+type LookupError struct {
+	// Code is one of the Code* constants.
+	Code string
+	// Message says what was wrong, for a user.
+	Message string
+	// Children lists this parent's children (not-found and ambiguous).
+	Children []ChildSummary
+}
+
+// Error returns the message.
+func (e *LookupError) Error() string { return e.Message }
+
+// ChildInfo is a child transcript found by FindChild.
+type ChildInfo struct {
+	Path   string
+	Header Header
+}
+
+// FindChild finds child childID of the session whose transcript is
+// mainPath, owned by parentID. It looks only in mainPath's children
+// directory and matches header ids (file names are not trusted), reading at
+// most the first 64 KiB of each file and never following a symlink. The id
+// is checked before any file is touched. Every refusal is a *LookupError:
+// bad-id, not-found (listing this parent's children "id (last status)" and
+// naming the files it skipped), ambiguous (two files claim the id),
+// malformed (the only file named after the id is a symlink or has a broken
+// header), not-owned (header parent or launch parentSessionId is not
+// parentID), missing-launch, invalid-launch (the launch record does not
+// parse, or its childId is not the header id).
+func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
+	if !ValidID(childID) {
+		return ChildInfo{}, &LookupError{Code: CodeBadID, Message: fmt.Sprintf(
+			"cannot resume child %q: not a child id (ids are 1-64 characters of a-z, 0-9 and '-', as printed in \"child session id: …\")", childID)}
+	}
+	dir := ChildrenDir(mainPath)
+	files, err := scanChildren(dir)
+	if err != nil {
+		return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: fmt.Sprintf("cannot resume child %q: %v", childID, err)}
+	}
+	var matches []childFile
+	var named *childFile
+	for i, c := range files {
+		if c.header.ID == childID && !c.symlink && (c.err == nil || errors.Is(c.err, ErrInvalidLaunch)) {
+			matches = append(matches, c)
+		}
+		if c.name == childID+".jsonl" {
+			named = &files[i]
+		}
+	}
+	switch len(matches) {
+	case 0:
+		if named != nil {
+			return ChildInfo{}, &LookupError{Code: CodeMalformed, Message: fmt.Sprintf(
+				"cannot resume child %q: its transcript cannot be read safely: %v", childID, named.err)}
+		}
+		kids, _ := ListChildren(mainPath)
+		return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: notFoundMessage(childID, kids, files), Children: kids}
+	case 1:
+	default:
+		kids, _ := ListChildren(mainPath)
+		paths := make([]string, len(matches))
+		for i, m := range matches {
+			paths[i] = m.path
+		}
+		return ChildInfo{}, &LookupError{Code: CodeAmbiguous, Children: kids, Message: fmt.Sprintf(
+			"cannot resume child %q: %d transcripts claim this id (%s); move the copies away", childID, len(matches), strings.Join(paths, ", "))}
+	}
+	c := matches[0]
+	h := c.header
+	refuse := func(code, format string, args ...any) (ChildInfo, error) {
+		return ChildInfo{}, &LookupError{Code: code, Message: fmt.Sprintf("cannot resume child %q: ", childID) + fmt.Sprintf(format, args...)}
+	}
+	if h.Parent != parentID {
+		return refuse(CodeNotOwned, "it belongs to session %q, not to this session %q", h.Parent, parentID)
+	}
+	if errors.Is(c.err, ErrInvalidLaunch) {
+		return refuse(CodeInvalidLaunch, "%v", c.err)
+	}
+	if h.Launch == nil {
+		return refuse(CodeMissingLaunch, "its transcript %s has no launch record, so ink cannot check it is resumed as it was launched", c.path)
+	}
+	if h.Launch.ParentSessionID != parentID {
+		return refuse(CodeNotOwned, "its launch record names parent session %q, not this session %q", h.Launch.ParentSessionID, parentID)
+	}
+	if h.Launch.ChildID != h.ID {
+		return refuse(CodeInvalidLaunch, "its launch record is for child %q, not %q (%s)", h.Launch.ChildID, h.ID, c.path)
+	}
+	return ChildInfo{Path: c.path, Header: h}, nil
+}
+
+// notFoundMessage lists this parent's children and the files skipped.
+func notFoundMessage(childID string, kids []ChildSummary, files []childFile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cannot resume child %q: this session has no child with that id", childID)
+	var listed []string
+	for _, k := range kids {
+		if k.ID == "" || strings.HasPrefix(k.Problem, "not-owned") {
+			continue
+		}
+		st := k.LastStatus
+		if st == "" {
+			st = "never ran"
+		}
+		listed = append(listed, fmt.Sprintf("%s (%s)", k.ID, st))
+	}
+	if len(listed) > 0 {
+		b.WriteString(". This session's children: " + strings.Join(listed, ", "))
+	} else {
+		b.WriteString(". This session has no children")
+	}
+	var skipped []string
+	for _, f := range files {
+		if f.err != nil && !errors.Is(f.err, ErrInvalidLaunch) {
+			why := "malformed header"
+			if f.symlink {
+				why = "symlink"
+			}
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", f.name, why))
+		}
+	}
+	if len(skipped) > 0 {
+		b.WriteString(". Skipped unreadable files: " + strings.Join(skipped, ", "))
+	}
+	return b.String()
+}

@@ -1,0 +1,204 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/inkdev/ink/model"
+)
+
+// Tail repair actions.
+const (
+	RepairNone       = "none"       // the file ended cleanly; nothing was written
+	RepairTruncated  = "truncated"  // an invalid final line was cut off at its first byte
+	RepairTerminated = "terminated" // a complete final line got its missing "\n"
+)
+
+// TailRepair reports what RepairTail did.
+type TailRepair struct {
+	// Action is RepairNone, RepairTruncated or RepairTerminated.
+	Action string
+	// Offset is where the final line starts (the new file size after a
+	// truncation).
+	Offset int64
+	// Bytes is the number of bytes removed (truncated) or added (terminated).
+	Bytes int
+	// Reason says what was wrong with the final line.
+	Reason string
+}
+
+// String words the repair for a user.
+func (r TailRepair) String() string {
+	switch r.Action {
+	case RepairTruncated:
+		return fmt.Sprintf("removed %d bytes of a torn final line at byte %d (%s)", r.Bytes, r.Offset, r.Reason)
+	case RepairTerminated:
+		return fmt.Sprintf("added the missing newline after the final line at byte %d", r.Offset)
+	default:
+		return "transcript tail is clean"
+	}
+}
+
+// RepairTail makes the transcript at path end in a complete line, touching
+// nothing but its final line: a final line that is not a valid entry is cut
+// off at its first byte (every earlier byte stays as it was); a valid final
+// line missing its "\n" (the header included) gets one. A damaged header is
+// never cut: the file is left as it was and an error says so. The file is
+// fsynced after a change. The caller must hold the transcript's lease, and
+// should have checked the rest of the file with Open: only the final line
+// is read here.
+func RepairTail(path string) (TailRepair, error) {
+	f, fi, err := openRegular(path, os.O_RDWR)
+	if err != nil {
+		return TailRepair{}, fmt.Errorf("repair tail: %w", err)
+	}
+	defer f.Close()
+	size := fi.Size()
+	if size == 0 {
+		return TailRepair{}, fmt.Errorf("repair tail: %s is empty: it has no header, so there is nothing to repair (delete it)", path)
+	}
+	var lastByte [1]byte
+	if _, err := f.ReadAt(lastByte[:], size-1); err != nil {
+		return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
+	}
+	terminated := lastByte[0] == '\n'
+	searchEnd := size
+	if terminated {
+		searchEnd = size - 1
+	}
+	nl, err := lastNewlineBefore(f, searchEnd)
+	if err != nil {
+		return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
+	}
+	start := nl + 1
+	line := make([]byte, size-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
+	}
+
+	var lineErr error
+	if start == 0 {
+		if _, err := parseHeader(line); err != nil && !errors.Is(err, ErrInvalidLaunch) {
+			return TailRepair{}, fmt.Errorf("repair tail: %s:1: %v; the header is damaged and ink will not cut it (delete the file or start a new session)", path, err)
+		}
+	} else {
+		_, lineErr = decodeEntry(line)
+	}
+
+	switch {
+	case lineErr != nil:
+		if err := f.Truncate(start); err != nil {
+			return TailRepair{}, fmt.Errorf("repair tail of %s: truncate: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
+		}
+		return TailRepair{Action: RepairTruncated, Offset: start, Bytes: len(line), Reason: tornReason(lineErr, terminated)}, nil
+	case !terminated:
+		if _, err := f.WriteAt([]byte("\n"), size); err != nil {
+			return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
+		}
+		return TailRepair{Action: RepairTerminated, Offset: start, Bytes: 1, Reason: "the final line lacked its newline"}, nil
+	default:
+		return TailRepair{Action: RepairNone, Offset: start}, nil
+	}
+}
+
+// lastNewlineBefore returns the offset of the last "\n" in f before end, or
+// -1 when there is none. It reads backwards in chunks.
+func lastNewlineBefore(f *os.File, end int64) (int64, error) {
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	for end > 0 {
+		from := max(0, end-chunk)
+		b := buf[:end-from]
+		if _, err := f.ReadAt(b, from); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return from + int64(i), nil
+		}
+		end = from
+	}
+	return -1, nil
+}
+
+// ErrRepairRefused marks a transcript whose history is inconsistent beyond
+// a crash tail; Repair left it byte-identical.
+var ErrRepairRefused = errors.New("transcript cannot be repaired")
+
+// ResumeRepair reports what Repair did.
+type ResumeRepair struct {
+	// Tail is what RepairTail did to the final line.
+	Tail TailRepair
+	// Interrupted lists the calls that were given an unknown-outcome result.
+	Interrupted []model.ToolCall
+}
+
+// Changed reports whether Repair wrote anything.
+func (r ResumeRepair) Changed() bool {
+	return r.Tail.Action != RepairNone || len(r.Interrupted) > 0
+}
+
+// String words the repair for a user, e.g. "transcript repaired: 1
+// interrupted tool call(s)".
+func (r ResumeRepair) String() string {
+	if !r.Changed() {
+		return "transcript needed no repair"
+	}
+	s := "transcript repaired:"
+	if r.Tail.Action != RepairNone {
+		s += " " + r.Tail.String() + ";"
+	}
+	return s + fmt.Sprintf(" %d interrupted tool call(s)", len(r.Interrupted))
+}
+
+// Repair prepares the transcript at path to be resumed (DESIGN §5 step 4):
+// it reads the whole file, checks the tool call/result pairs of the history
+// (the torn final line left out), and when they are Consistent or
+// Repairable, repairs the tail (RepairTail) and appends an unknown-outcome
+// result for every call of the last assistant message that has none.
+// Recorded calls are never re-run. When the history is refused, or the file
+// cannot be read, nothing is written: the error wraps ErrRepairRefused for
+// an inconsistent history. The caller must hold the transcript's lease.
+func Repair(path string) (ResumeRepair, error) {
+	t, err := Open(path)
+	if err != nil {
+		return ResumeRepair{}, fmt.Errorf("repair: %w", err)
+	}
+	scan := ScanPairs(t.Messages)
+	if scan.State == Refused {
+		return ResumeRepair{}, fmt.Errorf("repair %s: %w: %s", path, ErrRepairRefused, scan.Reason)
+	}
+	var rep ResumeRepair
+	if t.Torn != nil {
+		if rep.Tail, err = RepairTail(path); err != nil {
+			return rep, fmt.Errorf("repair: %w", err)
+		}
+	} else {
+		rep.Tail = TailRepair{Action: RepairNone, Offset: t.Size}
+	}
+	if scan.State == Repairable {
+		w, err := OpenWriter(path)
+		if err != nil {
+			return rep, fmt.Errorf("repair: %w", err)
+		}
+		for _, m := range UnknownOutcomeResults(scan.Missing) {
+			if _, err := w.AppendMessage(m); err != nil {
+				w.Close()
+				return rep, fmt.Errorf("repair: %w", err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			return rep, fmt.Errorf("repair: %w", err)
+		}
+		rep.Interrupted = scan.Missing
+	}
+	return rep, nil
+}

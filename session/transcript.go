@@ -1,0 +1,184 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/inkdev/ink/model"
+)
+
+// maxHeaderBytes bounds how much of a file ReadHeader reads.
+const maxHeaderBytes = 64 << 10
+
+// Transcript is the parsed content of one transcript file. It is a snapshot:
+// later appends are not seen. Plain data; safe to share once built.
+type Transcript struct {
+	Path   string
+	Header Header
+	// Entries holds every entry after the header in file order, the torn
+	// final line (if any) excluded.
+	Entries []Entry
+	// Messages holds the messages of the message entries in order, each
+	// with its TaskRecord restored.
+	Messages []model.Message
+	// Torn describes a final line that is not a complete entry (left out of
+	// Entries) or a complete final entry lacking its "\n" (kept in
+	// Entries). Nil when the file ends cleanly.
+	Torn *TornTail
+	// Size is the file size that was read.
+	Size int64
+}
+
+// TornTail describes the end of a transcript that an interrupted write left
+// behind. RepairTail fixes exactly this.
+type TornTail struct {
+	// Offset is the byte offset where the final line starts.
+	Offset int64
+	// Line is the final line's 1-based number.
+	Line int
+	// Bytes is the final line's length, including its "\n" if it has one.
+	Bytes int
+	// Reason says what is wrong with the line.
+	Reason string
+	// NeedsNewline is set when the final line is a complete entry that only
+	// lacks its "\n"; it is then part of the transcript.
+	NeedsNewline bool
+}
+
+// Open reads and parses the whole transcript at path. A torn or invalid
+// final line is left out and described in Torn; an invalid line anywhere
+// before it is an error naming the file and line ("PATH:LINE: ..."), never
+// skipped. Symlinks, directories, empty files and files without a valid
+// header are refused with an error saying so (a header whose launch record
+// is invalid wraps ErrInvalidLaunch; a non-regular file wraps ErrNotRegular).
+func Open(path string) (*Transcript, error) {
+	f, _, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("open transcript: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", path, err)
+	}
+	return parseTranscript(path, data)
+}
+
+// parseTranscript parses the bytes of a transcript file.
+func parseTranscript(path string, data []byte) (*Transcript, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%s: empty transcript: the file has no header line; it was cut while being created (delete it or start a new session)", path)
+	}
+	t := &Transcript{Path: path, Size: int64(len(data))}
+	lineNo := 0
+	for start := 0; start < len(data); {
+		lineNo++
+		end := len(data)
+		terminated := false
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			end = start + i + 1
+			terminated = true
+		}
+		line := data[start:end]
+		last := end == len(data)
+		if lineNo == 1 {
+			h, err := parseHeader(line)
+			if err != nil {
+				if errors.Is(err, ErrInvalidLaunch) {
+					return nil, fmt.Errorf("%s:1: %w", path, err)
+				}
+				return nil, fmt.Errorf("%s:1: %v; this is not an ink transcript or its first line is damaged", path, err)
+			}
+			t.Header = h
+			if !terminated {
+				t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: "the header line lacks its newline", NeedsNewline: true}
+			}
+		} else {
+			e, err := decodeEntry(line)
+			switch {
+			case err != nil && last:
+				t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: tornReason(err, terminated)}
+			case err != nil:
+				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
+			default:
+				e.Line, e.Offset = lineNo, int64(start)
+				t.Entries = append(t.Entries, e)
+				if e.Message != nil {
+					t.Messages = append(t.Messages, *e.Message)
+				}
+				if !terminated {
+					t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
+				}
+			}
+		}
+		start = end
+	}
+	return t, nil
+}
+
+// tornReason words why a final line was left out.
+func tornReason(err error, terminated bool) string {
+	if !terminated {
+		return "incomplete final line (" + err.Error() + ")"
+	}
+	return "invalid final line (" + err.Error() + ")"
+}
+
+// Attempts returns the attempt entries in file order.
+func (t *Transcript) Attempts() []AttemptEntry {
+	var out []AttemptEntry
+	for _, e := range t.Entries {
+		if e.Attempt != nil {
+			out = append(out, *e.Attempt)
+		}
+	}
+	return out
+}
+
+// LastAttemptEnd returns the last attempt end entry, if there is one.
+func (t *Transcript) LastAttemptEnd() (AttemptEntry, bool) {
+	for i := len(t.Entries) - 1; i >= 0; i-- {
+		if a := t.Entries[i].Attempt; a != nil && a.Phase == PhaseEnd {
+			return *a, true
+		}
+	}
+	return AttemptEntry{}, false
+}
+
+// ReadHeader reads and validates the header of the transcript at path,
+// reading at most its first 64 KiB. Symlinks and non-regular files are
+// refused (ErrNotRegular). When only the launch record is invalid, the
+// returned Header holds the other fields (Launch nil) and the error wraps
+// ErrInvalidLaunch.
+func ReadHeader(path string) (Header, error) {
+	f, _, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return Header{}, fmt.Errorf("read header: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, maxHeaderBytes)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return Header{}, fmt.Errorf("read header of %s: %w", path, err)
+	}
+	buf = buf[:n]
+	if n == 0 {
+		return Header{}, fmt.Errorf("%s: empty transcript: the file has no header line", path)
+	}
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		buf = buf[:i]
+	} else if n == maxHeaderBytes {
+		return Header{}, fmt.Errorf("%s:1: header line is longer than 64 KiB; this is not an ink transcript", path)
+	}
+	h, err := parseHeader(buf)
+	if err != nil {
+		if errors.Is(err, ErrInvalidLaunch) {
+			return h, fmt.Errorf("%s:1: %w", path, err)
+		}
+		return Header{}, fmt.Errorf("%s:1: %w", path, err)
+	}
+	return h, nil
+}
