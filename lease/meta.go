@@ -1,0 +1,176 @@
+package lease
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Meta is the holder metadata stored in "<transcript>.lease.json". It
+// describes the most recent holder; while the lock is free it describes the
+// last one.
+type Meta struct {
+	Pid                 int       `json:"pid"`
+	Host                string    `json:"host"`
+	BootID              string    `json:"bootId,omitempty"`
+	AttemptID           string    `json:"attemptId"`
+	Agent               string    `json:"agent,omitempty"`
+	SessionID           string    `json:"sessionId,omitempty"`
+	Epoch               int64     `json:"epoch"`
+	StartedAt           time.Time `json:"startedAt"`
+	HeartbeatAt         time.Time `json:"heartbeatAt"`
+	HeartbeatIntervalMs int64     `json:"heartbeatIntervalMs,omitempty"`
+	ProgressSeq         int64     `json:"progressSeq"`
+}
+
+// HeartbeatInterval returns the interval the holder promised to beat at, or
+// DefaultHeartbeat when it did not say.
+func (m *Meta) HeartbeatInterval() time.Duration {
+	if m == nil || m.HeartbeatIntervalMs <= 0 {
+		return DefaultHeartbeat
+	}
+	return time.Duration(m.HeartbeatIntervalMs) * time.Millisecond
+}
+
+// MetaPath returns the metadata path of the transcript at path.
+func MetaPath(path string) string { return path + ".lease.json" }
+
+// FilePath returns the lock file path of the transcript at path.
+func FilePath(path string) string { return path + ".lease" }
+
+// maxMetaSize bounds what readMeta accepts; real metadata is a few hundred
+// bytes.
+const maxMetaSize = 64 << 10
+
+// readMeta reads the metadata file. It returns (nil, nil) when the file does
+// not exist and a descriptive error when it is not a regular file or does not
+// parse.
+func readMeta(path string) (*Meta, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("lease metadata %s is a symlink; ink writes it as a regular file: remove the symlink", path)
+		}
+		return nil, fmt.Errorf("read lease metadata: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read lease metadata: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("lease metadata %s is a %s, not a regular file: remove it", path, describeMode(fi.Mode()))
+	}
+	if fi.Size() > maxMetaSize {
+		return nil, fmt.Errorf("lease metadata %s is %d bytes, far larger than ink writes: inspect it and remove it", path, fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxMetaSize))
+	if err != nil {
+		return nil, fmt.Errorf("read lease metadata %s: %w", path, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("lease metadata %s is corrupt (%v)", path, err)
+	}
+	return &m, nil
+}
+
+// writeMetaAtomic replaces the metadata file with m: it writes a temp file in
+// the same directory, fsyncs it, renames it over path and fsyncs the
+// directory, so readers see either the old or the new content, never a mix.
+func writeMetaAtomic(path string, m *Meta) error {
+	p, err := prepareMeta(path, m)
+	if err != nil {
+		return err
+	}
+	return p.commit()
+}
+
+// preparedMeta is metadata written and synced to a temp file, not yet
+// published. Exactly one of commit or discard must be called.
+type preparedMeta struct {
+	path, tmp string
+}
+
+// prepareMeta writes m to a synced temp file beside path.
+func prepareMeta(path string, m *Meta) (*preparedMeta, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode lease metadata: %w", err)
+	}
+	data = append(data, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("write lease metadata: %w", err)
+	}
+	p := &preparedMeta{path: path, tmp: tmp.Name()}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		p.discard()
+		return nil, fmt.Errorf("write lease metadata: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		p.discard()
+		return nil, fmt.Errorf("sync lease metadata: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		p.discard()
+		return nil, fmt.Errorf("write lease metadata: %w", err)
+	}
+	return p, nil
+}
+
+// commit renames the temp file over the metadata path and syncs the
+// directory.
+func (p *preparedMeta) commit() error {
+	if err := os.Rename(p.tmp, p.path); err != nil {
+		p.discard()
+		return fmt.Errorf("publish lease metadata: %w", err)
+	}
+	if err := syncDir(filepath.Dir(p.path)); err != nil {
+		return fmt.Errorf("sync lease directory: %w", err)
+	}
+	return nil
+}
+
+// discard removes the temp file.
+func (p *preparedMeta) discard() { _ = os.Remove(p.tmp) }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// bootID returns this machine's boot id, or "" where the kernel does not
+// publish one.
+func bootID() string {
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// hostName returns the host name, or "unknown" when it cannot be read.
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	return h
+}
