@@ -35,7 +35,7 @@ func (t *bashTool) Spec() model.ToolSpec {
 			"Standard input is empty, so interactive commands fail; pass flags that avoid prompts and pagers. " +
 			fmt.Sprintf("The default timeout is %s s and the maximum %s s; on timeout the command and everything it started are killed. ",
 				seconds(t.env.BashTimeout), seconds(t.env.BashMaxTimeout)) +
-			fmt.Sprintf("Output longer than %d KiB keeps its start and end and drops the middle. ", t.env.BashMaxOutput>>10) +
+			fmt.Sprintf("Output longer than %s keeps its start and end and drops the middle. ", byteSize(t.env.BashMaxOutput)) +
 			"Background processes the command leaves running are stopped when it finishes. " +
 			"A non-zero exit code is reported as an error with the output. " +
 			"Prefer read, grep, find and ls for looking at files, and edit or write for changing them.",

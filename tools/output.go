@@ -73,3 +73,11 @@ func (c *cappedOutput) String() string {
 	b.Write(tail)
 	return strings.ToValidUTF8(b.String(), "\uFFFD")
 }
+
+// byteSize formats a byte count for people: "50 KiB", "300 bytes".
+func byteSize(n int) string {
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

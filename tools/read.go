@@ -33,7 +33,7 @@ func (t *readTool) Spec() model.ToolSpec {
 		Name: "read",
 		Description: "Read a text file. Each line is shown as its line number, a tab, then the line's text; " +
 			"the number and tab are not part of the file, so leave them out of edit's oldText. " +
-			fmt.Sprintf("Returns at most %d lines or %d KiB per call; ", t.env.ReadMaxLines, t.env.ReadMaxBytes>>10) +
+			fmt.Sprintf("Returns at most %d lines or %s per call; ", t.env.ReadMaxLines, byteSize(t.env.ReadMaxBytes)) +
 			"a note at the end says how to continue (offset) when the file is longer. " +
 			"Use offset (1-based first line) and limit (number of lines) to read part of a large file. " +
 			"Directories are refused (use ls) and so are binary files. " +
@@ -144,9 +144,9 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	switch {
 	case capped:
-		fmt.Fprintf(&out, "[output capped at %d KiB: showed lines %d-%d of %d; continue with offset=%d]", t.env.ReadMaxBytes>>10, offset, last, total, last+1)
+		fmt.Fprintf(&out, "[output capped at %s: showed lines %d-%d of %d; continue with offset=%d]", byteSize(t.env.ReadMaxBytes), offset, last, total, last+1)
 	case last < total:
-		fmt.Fprintf(&out, "[showed lines %d-%d of %d; %d more lines: continue with offset=%d]", offset, last, total, total-last, last+1)
+		fmt.Fprintf(&out, "[showed lines %d-%d of %d; continue with offset=%d to read more]", offset, last, total, last+1)
 	}
 	return Result{Content: strings.ToValidUTF8(out.String(), "\uFFFD")}
 }
