@@ -1,0 +1,248 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadDebounce is how long the watcher waits after the last change before
+// it reloads, so that one save (often several events) is one reload.
+const reloadDebounce = 100 * time.Millisecond
+
+// Registry holds the current profiles and replaces them when the profile
+// directories change. It is safe for concurrent use.
+type Registry struct {
+	current atomic.Pointer[Set]
+	done    chan struct{}
+}
+
+// Current returns the profiles as of the latest reload. The Set never
+// changes; a later reload makes a new one.
+func (r *Registry) Current() *Set { return r.current.Load() }
+
+// Done is closed when the watcher has stopped (its context ended) and
+// released its file descriptors. Current keeps returning the last Set.
+func (r *Registry) Done() <-chan struct{} { return r.done }
+
+// Watch loads the profiles of opts and keeps them current: it watches the
+// profile directories (and their parents, so that a directory created or
+// removed later is noticed) and reloads every profile after a change, once
+// changes have been quiet for about 100 ms. A file that fails to parse keeps
+// its last good version; a deleted file drops its profile. When opts.Trust
+// is set and $INK_HOME/trust.json changes, the trust list is re-read.
+//
+// onWarn (may be nil) is called from the watcher's goroutine, once per new
+// problem: "agent file PATH:LINE: reason; skipped", "agent file PATH:LINE:
+// reason; keeping the previous version", or the untrusted-project message.
+// logger (may be nil) gets debug lines for reloads and watcher errors.
+//
+// The watcher stops, and releases its inotify descriptors, when ctx ends.
+// Watch fails only when the file watcher cannot start (for example when the
+// system's inotify limits are reached); callers can fall back to Load.
+func Watch(ctx context.Context, opts LoadOptions, logger *slog.Logger, onWarn func(string)) (*Registry, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if onWarn == nil {
+		onWarn = func(string) {}
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch agent profiles: %w (the system's inotify limits may be reached; raise fs.inotify.max_user_instances)", err)
+	}
+	w := &profileWatcher{
+		opts:    opts,
+		fs:      fw,
+		logger:  logger,
+		onWarn:  onWarn,
+		reg:     &Registry{done: make(chan struct{})},
+		watched: map[string]bool{},
+		warned:  map[string]bool{},
+		addErrs: map[string]bool{},
+	}
+	w.reload()
+	go w.run(ctx)
+	return w.reg, nil
+}
+
+// profileWatcher is the state of one Watch; only its goroutine touches it
+// after Watch returns.
+type profileWatcher struct {
+	opts     LoadOptions
+	fs       *fsnotify.Watcher
+	logger   *slog.Logger
+	onWarn   func(string)
+	reg      *Registry
+	lastGood map[string]Profile
+	watched  map[string]bool // paths added to fs
+	warned   map[string]bool // warnings already given, by text
+	addErrs  map[string]bool // watch failures already reported, by text
+}
+
+func (w *profileWatcher) run(ctx context.Context) {
+	defer close(w.reg.done)
+	defer w.fs.Close()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+			if !w.relevant(ev) {
+				continue
+			}
+			if w.isTrustFile(ev.Name) {
+				w.reloadTrust()
+			}
+			timer.Reset(reloadDebounce)
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return
+			}
+			w.logger.Debug("agent profile watcher error", "err", err)
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				timer.Reset(reloadDebounce) // events were lost: reload to be sure
+			}
+		case <-timer.C:
+			w.reload()
+		}
+	}
+}
+
+// reload brings the watches up to date, then reloads every profile.
+func (w *profileWatcher) reload() {
+	w.syncWatches()
+	out := load(w.opts, w.lastGood)
+	w.lastGood = out.good
+	w.reg.current.Store(out.set)
+	w.logger.Debug("agent profiles loaded", "agents", len(out.set.names), "problems", len(out.set.problems))
+
+	kept := map[Problem]bool{}
+	for _, p := range out.kept {
+		kept[p] = true
+	}
+	warnings := map[string]bool{}
+	for _, p := range out.set.problems {
+		msg := "agent file " + p.Error() + "; skipped"
+		if kept[p] {
+			msg = "agent file " + p.Error() + "; keeping the previous version"
+		}
+		warnings[msg] = true
+		if !w.warned[msg] {
+			w.onWarn(msg)
+		}
+	}
+	if msg := out.set.UntrustedMessage(); msg != "" {
+		warnings[msg] = true
+		if !w.warned[msg] {
+			w.onWarn(msg)
+		}
+	}
+	w.warned = warnings
+}
+
+// targets are the profile directories being watched for.
+func (w *profileWatcher) targets() []string { return w.opts.Dirs() }
+
+// syncWatches watches every profile directory that exists and the nearest
+// existing ancestor of each (its parent when that exists), and stops
+// watching what is no longer needed.
+func (w *profileWatcher) syncWatches() {
+	want := map[string]bool{}
+	for _, dir := range w.targets() {
+		if isDir(dir) {
+			want[dir] = true
+		}
+		for parent := filepath.Dir(dir); ; parent = filepath.Dir(parent) {
+			if isDir(parent) {
+				want[parent] = true
+				break
+			}
+			if filepath.Dir(parent) == parent {
+				break
+			}
+		}
+	}
+	for path := range w.watched {
+		if !want[path] {
+			_ = w.fs.Remove(path) // already gone when the directory was removed
+			delete(w.watched, path)
+		}
+	}
+	for path := range want {
+		if err := w.fs.Add(path); err != nil {
+			msg := fmt.Sprintf("agent hot reload: cannot watch %s: %v; changes there are seen after ink restarts", path, err)
+			w.logger.Debug("agent profile watch failed", "path", path, "err", err)
+			if !w.addErrs[msg] {
+				w.addErrs[msg] = true
+				w.onWarn(msg)
+			}
+			continue
+		}
+		w.watched[path] = true
+	}
+}
+
+// relevant reports whether ev may change the loaded profiles: a *.md file in
+// a profile directory, a profile directory or one of its ancestors appearing
+// or going away, or the trust file.
+func (w *profileWatcher) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod || ev.Op == 0 {
+		return false
+	}
+	name := filepath.Clean(ev.Name)
+	if w.isTrustFile(name) {
+		return true
+	}
+	for _, dir := range w.targets() {
+		if filepath.Dir(name) == dir && strings.HasSuffix(name, ".md") {
+			return true
+		}
+		if name == dir || strings.HasPrefix(dir, name+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *profileWatcher) isTrustFile(name string) bool {
+	if w.opts.InkHome == "" || w.opts.Trust == nil {
+		return false
+	}
+	home, err := filepath.Abs(w.opts.InkHome)
+	return err == nil && filepath.Clean(name) == filepath.Join(home, trustFileName)
+}
+
+// reloadTrust re-reads the trust list after trust.json changed.
+func (w *profileWatcher) reloadTrust() {
+	t, err := LoadTrust(w.opts.InkHome)
+	if err != nil {
+		msg := err.Error() + "; keeping the previous trust list"
+		if !w.warned[msg] {
+			w.warned[msg] = true
+			w.onWarn(msg)
+		}
+		return
+	}
+	w.opts.Trust = t
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}

@@ -1,0 +1,49 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+)
+
+// InkTools lists ink's built-in tool names in the order ink shows them. A
+// profile's tools are drawn from these.
+var InkTools = []string{"read", "grep", "find", "ls", "edit", "write", "bash", "task"}
+
+// claudeToolNames maps Claude Code tool names to ink's. Lookups are case
+// insensitive (keys are lower case).
+var claudeToolNames = map[string]string{
+	"read":      "read",
+	"grep":      "grep",
+	"glob":      "find",
+	"ls":        "ls",
+	"edit":      "edit",
+	"multiedit": "edit",
+	"write":     "write",
+	"bash":      "bash",
+}
+
+// inkToolName maps a tool name as written in a profile to ink's name. When
+// ink has no such tool it returns "" and a note that says why the tool was
+// dropped.
+func inkToolName(written string) (name, note string) {
+	if written == "Task" || written == "Agent" {
+		return "", fmt.Sprintf("tool %q dropped: write \"task\" to let this agent delegate (it is granted only while depth allows)", written)
+	}
+	lower := strings.ToLower(written)
+	if name, ok := claudeToolNames[lower]; ok {
+		return name, ""
+	}
+	if contains(InkTools, lower) {
+		return lower, ""
+	}
+	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
+		base := written[:open]
+		if name, ok := claudeToolNames[strings.ToLower(base)]; ok {
+			return "", fmt.Sprintf("tool %q dropped: ink cannot limit %s to some arguments; list %q to allow it fully", written, name, name)
+		}
+	}
+	if strings.HasPrefix(written, "mcp__") {
+		return "", fmt.Sprintf("tool %q dropped: ink does not connect to MCP servers", written)
+	}
+	return "", fmt.Sprintf("tool %q dropped: ink has no such tool (ink's tools: %s)", written, strings.Join(InkTools, ", "))
+}
