@@ -41,7 +41,8 @@ var ErrReleased = errors.New("lease released")
 // interval (DefaultHeartbeat when 0) with a fresh heartbeatAt and the current
 // progressSeq. Before each beat it reads the metadata: when a newer epoch or
 // another attempt's record is there, it stops, closes Fenced and makes
-// Check return a *FenceError. The first beat happens at once. Calls after
+// Check return a *FenceError. The first beat runs before StartHeartbeat
+// returns, so the interval is on disk for Probe from then on. Calls after
 // the first are no-ops; Release stops the goroutine.
 func (l *Lease) StartHeartbeat(interval time.Duration) {
 	if interval <= 0 {
@@ -58,6 +59,10 @@ func (l *Lease) StartHeartbeat(interval time.Duration) {
 			l.meta.HeartbeatIntervalMs = 1
 		}
 		l.mu.Unlock()
+		if !l.beat() {
+			close(l.hbDone)
+			return
+		}
 		go l.heartbeat(interval)
 	})
 }
@@ -82,13 +87,13 @@ func (l *Lease) heartbeat(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if !l.beat() {
-			return
-		}
 		select {
 		case <-l.hbStop:
 			return
 		case <-t.C:
+		}
+		if !l.beat() {
+			return
 		}
 	}
 }

@@ -180,7 +180,7 @@ func lockedIsAtPath(fl *flock.Flock, path string, key fileKey) (bool, error) {
 func (l *Lease) publish() error {
 	prev, err := readMeta(l.metaPath)
 	if err != nil {
-		return fmt.Errorf("%w; it holds the fencing epoch, so ink will not guess one: inspect it, and delete it to start counting again at epoch 1", err)
+		return err
 	}
 	var epoch int64 = 1
 	if prev != nil && prev.Epoch > 0 {

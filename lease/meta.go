@@ -80,7 +80,7 @@ func readMeta(path string) (*Meta, error) {
 	}
 	var m Meta
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("lease metadata %s is corrupt (%v)", path, err)
+		return nil, fmt.Errorf("lease metadata %s is corrupt (%v); it holds the fencing epoch, so ink will not guess one: inspect it, and delete it to start counting again at epoch 1", path, err)
 	}
 	return &m, nil
 }
