@@ -1,0 +1,44 @@
+package worktree
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Describe renders the result line for an assessment: what was kept and
+// where, how to review and merge work, or why the worktree was kept for
+// safety; for Clean it states the removal (call it after Remove succeeded,
+// or use DescribeRemoveError when Remove failed).
+func Describe(a Assessment, rec Record) string {
+	id := rec.ChildID()
+	switch a.State {
+	case Clean:
+		return fmt.Sprintf("no changes: worktree %s and branch %s removed", rec.Path, rec.Branch)
+	case WorkPresent:
+		var parts []string
+		if a.Shortstat != "" {
+			parts = append(parts, a.Shortstat)
+		}
+		if len(a.Untracked) > 0 {
+			u := "untracked: " + strings.Join(a.Untracked, ", ")
+			if a.UntrackedMore > 0 {
+				u += fmt.Sprintf(", +%d more", a.UntrackedMore)
+			}
+			parts = append(parts, u)
+		}
+		if len(parts) == 0 && a.Detail != "" {
+			parts = append(parts, a.Detail)
+		}
+		return fmt.Sprintf("changes kept in worktree %s on branch %s (%s) — review with `ink worktrees diff %s`, merge with `ink worktrees merge %s`",
+			rec.Path, rec.Branch, strings.Join(parts, "; "), id, id)
+	default:
+		return fmt.Sprintf("worktree kept for safety: %s. Nothing was deleted. Inspect %s", a.Detail, rec.Path)
+	}
+}
+
+// DescribeRemoveError renders the result line when Remove of a Clean
+// worktree failed.
+func DescribeRemoveError(rec Record, err error) string {
+	return fmt.Sprintf("worktree cleanup failed: %v. %s and branch %s may still exist; check them with `ink worktrees ls` and remove with `ink worktrees rm %s`",
+		err, rec.Path, rec.Branch, rec.ChildID())
+}

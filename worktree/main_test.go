@@ -1,0 +1,173 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// helperEnv switches the test binary into a child process that runs one
+// Create and prints its Record as JSON (for the multi-process tests).
+const helperEnv = "INK_WORKTREE_TEST_CREATE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(helperCreate())
+	}
+	home, err := os.MkdirTemp("", "ink-worktree-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg := filepath.Join(home, "gitconfig")
+	const gitconfig = "[user]\n\tname = Ink Test\n\temail = ink@example.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+	if err := os.WriteFile(cfg, []byte(gitconfig), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Setenv("GIT_CONFIG_GLOBAL", cfg)
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+// helperCreate runs Create for the repository and id given in the
+// environment and prints the record.
+func helperCreate() int {
+	ctx := context.Background()
+	repo, err := Detect(ctx, os.Getenv("INK_TEST_REPO"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rec, err := Create(ctx, repo, os.Getenv("INK_TEST_HOME"), os.Getenv("INK_TEST_ID"), os.Getpid())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(rec); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// git runs git in dir for a test and returns trimmed stdout.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitTry(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return out
+}
+
+func gitTry(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// writeFile writes content to dir/rel, creating directories.
+func writeFile(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newRepo makes a repository with three commits (README.md, src/main.go,
+// docs/guide.md, a .gitignore for .env and build/) and returns its
+// resolved root.
+func newRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "project")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "init", "-q")
+	writeFile(t, dir, "README.md", "# project\n")
+	writeFile(t, dir, ".gitignore", ".env\nbuild/\n")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "start")
+	writeFile(t, dir, "src/main.go", "package main\n\nfunc main() {}\n")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "add main")
+	writeFile(t, dir, "docs/guide.md", "line one\nline two\n")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "add guide")
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// newInkHome returns a fresh INK_HOME directory.
+func newInkHome(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "inkhome")
+}
+
+// newWorktree detects root and creates a worktree for id.
+func newWorktree(t testing.TB, root, inkHome, id string) Record {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Create(ctx, repo, inkHome, id, os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// branchExists reports whether refs/heads/<branch> exists in root.
+func branchExists(t testing.TB, root, branch string) bool {
+	t.Helper()
+	_, err := gitTry(root, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	return err == nil
+}
+
+// registeredPaths lists the worktree paths git knows in root.
+func registeredPaths(t testing.TB, root string) []string {
+	t.Helper()
+	var ps []string
+	for _, l := range strings.Split(git(t, root, "worktree", "list", "--porcelain"), "\n") {
+		if p, ok := strings.CutPrefix(l, "worktree "); ok {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func isRegistered(t testing.TB, root, path string) bool {
+	t.Helper()
+	for _, p := range registeredPaths(t, root) {
+		if samePath(p, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
