@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"reflect"
 	"strings"
 )
 
@@ -31,14 +33,20 @@ func decodeArgs(tool string, raw json.RawMessage, dst any, known []string) error
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return fmt.Errorf("arguments must be a JSON object, got %s; %s", typeErr.Value, takes)
 	case errors.As(err, &typeErr):
-		want := typeErr.Type.Kind().String()
-		switch want {
-		case "int", "int64":
+		ty := typeErr.Type
+		if ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		want := ty.Kind().String()
+		switch ty.Kind() {
+		case reflect.Int, reflect.Int64:
 			want = "a whole number"
-		case "float64":
+		case reflect.Float64:
 			want = "a number"
-		case "ptr":
-			want = typeErr.Type.Elem().Kind().String()
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
 		}
 		return fmt.Errorf("argument %q must be %s, got %s; %s", typeErr.Field, want, typeErr.Value, takes)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -78,4 +86,13 @@ func schema(required []string, props ...prop) json.RawMessage {
 // prop is one property of a tool's argument schema.
 type prop struct {
 	name, typ, desc string
+}
+
+// statProblem describes a failed stat or open of the file shown as name,
+// with a hint when it does not exist.
+func statProblem(name string, err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return name + " does not exist; check the path with ls or find"
+	}
+	return fmt.Sprintf("%s: %v", name, unwrapPathError(err))
 }

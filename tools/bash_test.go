@@ -66,7 +66,7 @@ func TestBashBadArguments(t *testing.T) {
 		{"negative timeout", `{"command":"true","timeout":-5}`, "timeout must be a positive number of seconds"},
 		{"timeout above the maximum", `{"command":"true","timeout":61}`, "more than the maximum 60 s"},
 		{"timeout as a string", `{"command":"true","timeout":"10"}`, `"timeout" must be a number`},
-		{"command not a string", `{"command":["ls"]}`, `"command" must be string`},
+		{"command not a string", `{"command":["ls"]}`, `"command" must be a string, got array`},
 		{"unknown argument", `{"command":"true","cwd":"/"}`, `unknown argument "cwd"; bash takes: command, timeout`},
 		{"not an object", `["true"]`, "arguments must be a JSON object"},
 		{"broken JSON", `{"command":`, "not valid JSON"},
@@ -147,9 +147,16 @@ func TestBashTimeoutKillsProcessGroup(t *testing.T) {
 func TestBashTimeoutEscalatesToKill(t *testing.T) {
 	t.Parallel()
 	k := newKit(t, func(e *Env) { e.BashKillGrace = 200 * time.Millisecond })
+	pidfile := filepath.Join(t.TempDir(), "pid")
 	start := time.Now()
-	r := k.run(t, "bash", map[string]any{"command": "trap '' TERM; echo stubborn; sleep 300; echo never", "timeout": 0.3})
+	r := k.run(t, "bash", map[string]any{"command": "trap '' TERM; echo stubborn; sleep 300 & echo $! > " + pidfile + "; wait; echo never", "timeout": 0.3})
 	wantError(t, r, "timed out after 0.3 s", "stubborn")
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killOnCleanup(t, pid)
+	waitGone(t, pid, 2*time.Second)
 	if strings.Contains(r.Content, "never") {
 		t.Fatalf("the command kept running: %q", r.Content)
 	}

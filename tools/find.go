@@ -64,7 +64,7 @@ func (t *findTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	fi, err := os.Stat(start)
 	if err != nil {
-		return errorResult("find: %s: %v", t.env.display(start), unwrapPathError(err))
+		return errorResult("find: %s", statProblem(t.env.display(start), err))
 	}
 	if !fi.IsDir() {
 		return errorResult("find: %s is a file, not a directory; give a directory to search", t.env.display(start))

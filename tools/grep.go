@@ -76,7 +76,7 @@ func (t *grepTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	fi, err := os.Stat(start)
 	if err != nil {
-		return errorResult("grep: %s: %v", t.env.display(start), unwrapPathError(err))
+		return errorResult("grep: %s", statProblem(t.env.display(start), err))
 	}
 
 	s := &grepSearch{env: t.env, re: re, max: t.env.GrepMaxMatches}

@@ -53,7 +53,7 @@ func (t *lsTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	name := t.env.display(dir)
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return errorResult("ls: %s: %v", name, unwrapPathError(err))
+		return errorResult("ls: %s", statProblem(name, err))
 	}
 	if !fi.IsDir() {
 		return errorResult("ls: %s is a file, not a directory; use read to see its contents", name)

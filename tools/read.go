@@ -82,7 +82,7 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	name := t.env.display(real)
 	fi, err := os.Stat(real)
 	if err != nil {
-		return errorResult("read: %s: %v", name, unwrapPathError(err))
+		return errorResult("read: %s", statProblem(name, err))
 	}
 	if fi.IsDir() {
 		return errorResult("read: %s is a directory; use ls to list it", name)
