@@ -1,0 +1,158 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWorktreeIncludeCopiesIgnoredFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	writeFile(t, root, ".worktreeinclude", "# secrets for local runs\n.env\n\nbuild/*.cfg\nREADME.md\nnotes.txt\nmissing.txt\n")
+	writeFile(t, root, ".env", "TOKEN=local\n")
+	if err := os.Chmod(filepath.Join(root, ".env"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "build/app.cfg", "debug=true\n")
+	writeFile(t, root, "build/other.bin", "x")
+	writeFile(t, root, "README.md", "# uncommitted edit in the main checkout\n")
+	writeFile(t, root, "notes.txt", "untracked, not ignored\n")
+
+	rec := newWorktree(t, root, newInkHome(t), "inc")
+	data, err := os.ReadFile(filepath.Join(rec.Path, ".env"))
+	if err != nil || string(data) != "TOKEN=local\n" {
+		t.Fatalf(".env in worktree = %q, %v", data, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(rec.Path, ".env")); fi.Mode().Perm() != 0o600 {
+		t.Errorf(".env mode %v, want 0600", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(rec.Path, "build/app.cfg")); err != nil {
+		t.Errorf("build/app.cfg not copied: %v", err)
+	}
+	if exists(filepath.Join(rec.Path, "build/other.bin")) {
+		t.Error("build/other.bin copied though no pattern names it")
+	}
+	if exists(filepath.Join(rec.Path, "notes.txt")) {
+		t.Error("an untracked, not ignored file was copied (it would look like the child's work)")
+	}
+	if data, _ := os.ReadFile(filepath.Join(rec.Path, "README.md")); string(data) != "# project\n" {
+		t.Errorf("tracked README.md was overwritten with the main checkout's edit: %q", data)
+	}
+	if a := Assess(ctx, rec); a.State != Clean {
+		t.Fatalf("a fresh worktree with included files is %+v, want clean", a)
+	}
+	if err := Remove(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if exists(rec.Path) {
+		t.Error("worktree directory left behind")
+	}
+}
+
+func TestWorktreeIncludeRefusesEscapes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, root string)
+		include string
+		message string
+	}{
+		{"parent path", nil, "../x\n", `.worktreeinclude line 1 ("../x") leads outside the repository`},
+		{"absolute path", nil, "# c\n/etc/hosts\n", `line 2 ("/etc/hosts") is an absolute path`},
+		{"git directory", nil, ".git/config\n", "names git's own directory"},
+		{"symlink outside", func(t *testing.T, root string) {
+			outside := filepath.Join(t.TempDir(), "secret")
+			writeFile(t, filepath.Dir(outside), "secret", "s")
+			if err := os.Symlink(outside, filepath.Join(root, ".env")); err != nil {
+				t.Fatal(err)
+			}
+		}, ".env\n", "symlink .env leads outside the repository"},
+		{"symlink inside a directory", func(t *testing.T, root string) {
+			writeFile(t, root, "build/ok.txt", "ok")
+			if err := os.Symlink("/etc", filepath.Join(root, "build", "etc")); err != nil {
+				t.Fatal(err)
+			}
+		}, "build\n", "symlink build/etc leads outside the repository"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			root := newRepo(t)
+			home := newInkHome(t)
+			if tc.setup != nil {
+				tc.setup(t, root)
+			}
+			writeFile(t, root, ".worktreeinclude", tc.include)
+			repo, err := Detect(ctx, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Create(ctx, repo, home, "esc", os.Getpid())
+			if err == nil || !strings.Contains(err.Error(), tc.message) {
+				t.Fatalf("Create = %v, want an error containing %q", err, tc.message)
+			}
+			if branchExists(t, root, "ink/esc") {
+				t.Error("branch left behind")
+			}
+			if n := len(registeredPaths(t, root)); n != 1 {
+				t.Errorf("%d worktrees registered, want only the main checkout", n)
+			}
+			slugDir := filepath.Join(home, "worktrees", RepoSlug(root))
+			if entries, _ := os.ReadDir(slugDir); len(entries) != 0 {
+				t.Errorf("left behind in %s: %v", slugDir, entries)
+			}
+		})
+	}
+}
+
+func TestCreateRollsBackOnLateFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the record file must go makes the last step fail.
+	recDir := filepath.Join(home, "worktrees", RepoSlug(root), "late.json")
+	if err := os.MkdirAll(filepath.Join(recDir, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Create(ctx, repo, home, "late", os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("Create = %v, want a rolled-back failure", err)
+	}
+	if branchExists(t, root, "ink/late") || exists(filepath.Join(home, "worktrees", RepoSlug(root), "late")) || len(registeredPaths(t, root)) != 1 {
+		t.Fatal("Create left a branch, directory or registration behind")
+	}
+}
+
+func TestCreateRefusesExistingBranchAndBadID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	git(t, root, "branch", "ink/taken")
+	tip := git(t, root, "rev-parse", "ink/taken")
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(ctx, repo, home, "taken", os.Getpid()); err == nil || !strings.Contains(err.Error(), "branch ink/taken already exists") {
+		t.Fatalf("Create = %v, want a refusal naming the branch", err)
+	}
+	if got := git(t, root, "rev-parse", "ink/taken"); got != tip {
+		t.Fatal("the user's branch was changed")
+	}
+	for _, id := range []string{"", "../x", "A", "a/b", "-x", "x-"} {
+		if _, err := Create(ctx, repo, home, id, os.Getpid()); err == nil || !strings.Contains(err.Error(), "is not valid") {
+			t.Errorf("Create(%q) = %v, want an invalid-id error", id, err)
+		}
+	}
+}
