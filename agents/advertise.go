@@ -28,6 +28,15 @@ const advertiseHeader = "# Agents\n\n"
 // agents that are not trusted (and how to trust them), or none defined (and
 // where to define one). The block ends with a newline.
 func Advertise(s *Set) string {
+	return advertise(s, advertiseLimits{agents: AdvertiseMaxAgents, description: AdvertiseMaxDescription, total: AdvertiseMaxBytes})
+}
+
+// advertiseLimits are Advertise's caps; tests lower them.
+type advertiseLimits struct {
+	agents, description, total int
+}
+
+func advertise(s *Set, limits advertiseLimits) string {
 	var b strings.Builder
 	b.WriteString(advertiseHeader)
 	untrusted := s.UntrustedMessage()
@@ -50,11 +59,11 @@ func Advertise(s *Set) string {
 	reserve := footer.Len() + len(omittedLine(len(all)))
 	shown := 0
 	for _, p := range all {
-		if shown == AdvertiseMaxAgents {
+		if shown == limits.agents {
 			break
 		}
-		line := "- " + p.Name + ": " + collapseDescription(p.Description) + "\n"
-		if b.Len()+len(line)+reserve > AdvertiseMaxBytes {
+		line := "- " + p.Name + ": " + collapseDescription(p.Description, limits.description) + "\n"
+		if b.Len()+len(line)+reserve > limits.total {
 			break
 		}
 		b.WriteString(line)
@@ -76,8 +85,8 @@ func omittedLine(n int) string {
 
 // collapseDescription puts a description on one line: every run of
 // whitespace or control characters becomes one space, invalid UTF-8 is
-// replaced, and the result is cut to AdvertiseMaxDescription bytes.
-func collapseDescription(s string) string {
+// replaced, and the result is cut to max bytes.
+func collapseDescription(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	space := false
@@ -92,7 +101,7 @@ func collapseDescription(s string) string {
 		space = false
 		b.WriteRune(r)
 	}
-	return truncateUTF8(b.String(), AdvertiseMaxDescription)
+	return truncateUTF8(b.String(), max)
 }
 
 // truncateUTF8 returns s when it fits in max bytes, else its longest prefix
