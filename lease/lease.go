@@ -198,6 +198,7 @@ func (l *Lease) publish() error {
 		StartedAt:   now,
 		HeartbeatAt: now,
 	}
+	removeStaleTemps(l.metaPath)
 	if err := writeMetaAtomic(l.metaPath, &m); err != nil {
 		return err
 	}
@@ -205,6 +206,29 @@ func (l *Lease) publish() error {
 	l.meta = m
 	l.mu.Unlock()
 	return nil
+}
+
+// removeStaleTemps deletes metadata temp files that a holder killed between
+// writing and renaming left behind. Only the holder writes them, so under the
+// lock every one that exists is stale.
+func removeStaleTemps(metaPath string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(metaPath), "."+globEscape(filepath.Base(metaPath))+".tmp-*"))
+	for _, p := range stale {
+		_ = os.Remove(p)
+	}
+}
+
+// globEscape quotes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // busyError builds the ErrBusy error for a lease another process holds. The

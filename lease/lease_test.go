@@ -249,3 +249,26 @@ func TestBusyErrorMessages(t *testing.T) {
 		})
 	}
 }
+
+func TestAcquireRemovesStaleMetadataTemps(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ".s1.jsonl.lease.json.tmp-12345")
+	other := filepath.Join(dir, ".other.jsonl.lease.json.tmp-12345")
+	for _, p := range []string{stale, other} {
+		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAcquire(t, path, Owner{AttemptID: "a"})
+	if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temp of this transcript kept: %v", err)
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("another transcript's temp was removed: %v", err)
+	}
+}
