@@ -87,6 +87,10 @@ func Acquire(path string, owner Owner) (*Lease, error) {
 	}
 	for try := 1; ; try++ {
 		ok, err := l.tryLock()
+		var be *BusyError
+		if errors.As(err, &be) {
+			return nil, be
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lease acquire: %w", err)
 		}

@@ -272,3 +272,13 @@ func TestAcquireRemovesStaleMetadataTemps(t *testing.T) {
 		t.Errorf("another transcript's temp was removed: %v", err)
 	}
 }
+
+func TestBusyErrorIsUnwrapped(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	mustAcquire(t, path, Owner{AttemptID: "a"})
+	_, err := Acquire(path, Owner{AttemptID: "b"})
+	if want := "transcript " + path + " is already running in this process"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q does not start with %q", err, want)
+	}
+}
