@@ -1,0 +1,241 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// deadPID returns the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestListAndFind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := newInkHome(t)
+	root := newRepo(t)
+	other := newRepo(t)
+	clean := newWorktree(t, root, home, "clean")
+	work := newWorktree(t, root, home, "work")
+	dead := newWorktree(t, other, home, "dead")
+	commitIn(t, work.Path, "x.txt", "x", "x")
+	writeFile(t, work.Path, "y.txt", "y")
+	commitIn(t, root, "main.txt", "m", "main moves on")
+	deadPid := deadPID(t)
+	if err := Lock(ctx, dead, lockReason("dead", deadPid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unlock(ctx, clean); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unlock(ctx, clean); err != nil {
+		t.Fatalf("second Unlock = %v, want nil", err)
+	}
+
+	infos, err := List(ctx, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Info{}
+	for _, i := range infos {
+		byID[i.ChildID] = i
+	}
+	if len(infos) != 3 {
+		t.Fatalf("List = %d entries, want 3: %+v", len(infos), infos)
+	}
+	c, w, d := byID["clean"], byID["work"], byID["dead"]
+	if c.Assessment.State != Clean || c.Locked || c.Dirty || c.Commits != 0 || c.Behind != 1 || c.Ahead != 0 {
+		t.Errorf("clean = %+v", c)
+	}
+	if w.Assessment.State != WorkPresent || !w.Locked || !w.LockPIDAlive || w.LockPID != os.Getpid() || !w.Dirty || w.Commits != 1 || w.Ahead != 1 || w.Behind != 1 {
+		t.Errorf("work = %+v", w)
+	}
+	if w.Record.RepoRoot != root || w.Record.Branch != "ink/work" || w.Head == "" {
+		t.Errorf("work record = %+v", w.Record)
+	}
+	if !d.Locked || d.LockPID != deadPid || d.LockPIDAlive || d.LockReason != "ink dead pid "+itoa(deadPid) || d.Record.RepoRoot != other {
+		t.Errorf("dead = %+v", d)
+	}
+
+	if _, err := Find(ctx, home, "nope"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "ink worktrees ls") {
+		t.Errorf("Find(nope) = %v, want ErrNotFound with a hint", err)
+	}
+	if _, err := Find(ctx, home, "../clean"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("Find(../clean) = %v, want an invalid-id error", err)
+	}
+	if got, err := Find(ctx, home, "work"); err != nil || got.Record.Path != work.Path {
+		t.Errorf("Find(work) = %+v, %v", got, err)
+	}
+	if empty, err := List(ctx, newInkHome(t)); err != nil || len(empty) != 0 {
+		t.Errorf("List of an empty INK_HOME = %v, %v", empty, err)
+	}
+}
+
+func TestDiffIncludesUntrackedAndLeavesIndexAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := newInkHome(t)
+	root := newRepo(t)
+	rec := newWorktree(t, root, home, "d")
+	commitIn(t, rec.Path, "src/committed.go", "package main // committed\n", "c")
+	writeFile(t, rec.Path, "README.md", "# modified\n")
+	writeFile(t, rec.Path, "fresh/untracked.txt", "brand new\n")
+	writeFile(t, rec.Path, ".env", "IGNORED=1\n")
+	index := filepath.Join(root, ".git", "worktrees", "d", "index")
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := git(t, rec.Path, "status", "--porcelain")
+
+	var out bytes.Buffer
+	if err := Diff(ctx, findInfo(t, home, "d"), &out); err != nil {
+		t.Fatal(err)
+	}
+	patch := out.String()
+	for _, want := range []string{"+package main // committed", "+# modified", "diff --git a/fresh/untracked.txt b/fresh/untracked.txt", "+brand new"} {
+		if !strings.Contains(patch, want) {
+			t.Errorf("diff lacks %q:\n%s", want, patch)
+		}
+	}
+	if strings.Contains(patch, "IGNORED") {
+		t.Error("diff shows an ignored file")
+	}
+	after, _ := os.ReadFile(index)
+	if !bytes.Equal(before, after) {
+		t.Error("Diff modified the worktree's real index")
+	}
+	if got := git(t, rec.Path, "status", "--porcelain"); got != status {
+		t.Errorf("status changed from %q to %q", status, got)
+	}
+}
+
+func TestRemoveForce(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, root string, rec Record)
+		force   bool
+		wantErr error
+		removed bool
+	}{
+		{"clean", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+		}, false, nil, true},
+		{"locked by a live process, even forced", func(t *testing.T, root string, rec Record) {}, true, ErrInUse, false},
+		{"unmerged commit", func(t *testing.T, root string, rec Record) {
+			Lock(context.Background(), rec, lockReason("r", deadPID(t)))
+			commitIn(t, rec.Path, "f.txt", "f", "f")
+		}, false, ErrUnmergedWork, false},
+		{"unmerged commit, forced", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+			commitIn(t, rec.Path, "f.txt", "f", "f")
+			writeFile(t, rec.Path, "g.txt", "g")
+		}, true, nil, true},
+		{"merged commit", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+			commitIn(t, rec.Path, "f.txt", "f", "f")
+			git(t, root, "merge", "-q", "--no-edit", "ink/r")
+		}, false, nil, true},
+		{"merged commit plus uncommitted file", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+			commitIn(t, rec.Path, "f.txt", "f", "f")
+			git(t, root, "merge", "-q", "--no-edit", "ink/r")
+			writeFile(t, rec.Path, "g.txt", "g")
+		}, false, ErrUnmergedWork, false},
+		{"unknown state", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+			os.Remove(filepath.Join(rec.Path, ".git"))
+		}, false, ErrUnmergedWork, false},
+		{"unknown state, forced", func(t *testing.T, root string, rec Record) {
+			Unlock(context.Background(), rec)
+			os.Remove(filepath.Join(rec.Path, ".git"))
+		}, true, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := newRepo(t)
+			home := newInkHome(t)
+			rec := newWorktree(t, root, home, "r")
+			tc.setup(t, root, rec)
+			err := RemoveForce(context.Background(), findInfo(t, home, "r"), tc.force)
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("RemoveForce = %v, want %v", err, tc.wantErr)
+			}
+			gone := !exists(rec.Path) && !branchExists(t, root, "ink/r") && !isRegistered(t, root, rec.Path) && !exists(recordPath(rec.Path))
+			kept := exists(rec.Path) && branchExists(t, root, "ink/r") && isRegistered(t, root, rec.Path) && exists(recordPath(rec.Path))
+			if tc.removed && !gone {
+				t.Error("worktree, branch, registration or record remain")
+			}
+			if !tc.removed && !kept {
+				t.Error("something was deleted although removal was refused")
+			}
+		})
+	}
+}
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	unlocked := newWorktree(t, root, home, "unlocked")
+	deadLock := newWorktree(t, root, home, "dead-lock")
+	live := newWorktree(t, root, home, "live")
+	work := newWorktree(t, root, home, "work")
+	broken := newWorktree(t, root, home, "broken")
+	orphan := newWorktree(t, root, home, "orphan")
+	Unlock(ctx, unlocked)
+	Lock(ctx, deadLock, lockReason("dead-lock", deadPID(t)))
+	Unlock(ctx, work)
+	writeFile(t, work.Path, "wip.txt", "wip")
+	Unlock(ctx, broken)
+	os.Remove(filepath.Join(broken.Path, ".git"))
+	// The orphan's worktree was removed by hand; only ink's record remains.
+	Unlock(ctx, orphan)
+	git(t, root, "worktree", "remove", orphan.Path)
+	git(t, root, "branch", "-D", "ink/orphan")
+
+	removed, err := Prune(ctx, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{unlocked.Path: true, deadLock.Path: true, orphan.Path: true}
+	if len(removed) != len(want) {
+		t.Errorf("Prune removed %v, want %v", removed, want)
+	}
+	for _, p := range removed {
+		if !want[p] {
+			t.Errorf("Prune removed %s", p)
+		}
+	}
+	for _, rec := range []Record{unlocked, deadLock} {
+		if exists(rec.Path) || branchExists(t, root, rec.Branch) || exists(recordPath(rec.Path)) {
+			t.Errorf("%s was not fully removed", rec.Path)
+		}
+	}
+	if exists(recordPath(orphan.Path)) {
+		t.Error("orphan record kept")
+	}
+	for _, rec := range []Record{live, work, broken} {
+		if !exists(rec.Path) || !branchExists(t, root, rec.Branch) {
+			t.Errorf("%s was not kept", rec.Path)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(work.Path, "wip.txt")); string(data) != "wip" {
+		t.Error("work was lost")
+	}
+}
