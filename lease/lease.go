@@ -22,10 +22,14 @@ const acquireTries = 3
 // locked was replaced at the path between stat and lock.
 const swapRetries = 3
 
-// Owner names the attempt that holds a lease.
+// Owner names the attempt that holds a lease; it is copied into the
+// metadata so that others can tell who holds the transcript.
 type Owner struct {
+	// AttemptID identifies this attempt; required, and part of fencing.
 	AttemptID string
-	Agent     string
+	// Agent is the profile name ("" for the main agent).
+	Agent string
+	// SessionID is the transcript's session id.
 	SessionID string
 }
 
