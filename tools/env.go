@@ -219,9 +219,10 @@ func unwrapPathError(err error) error {
 }
 
 // display shows a real path the way the model should pass it back:
-// relative to Cwd when it lies below Cwd, else absolute.
+// relative to Cwd (with ".." when it lies above Cwd inside Root), or
+// absolute for a path outside Root.
 func (e *Env) display(real string) string {
-	if within(e.Cwd, real) {
+	if within(e.Root, real) {
 		rel, err := filepath.Rel(e.Cwd, real)
 		if err == nil {
 			return filepath.ToSlash(rel)
