@@ -43,8 +43,10 @@ func TestPathsStayInsideRoot(t *testing.T) {
 		{"root's parent by absolute path", filepath.Dir(k.root)},
 	}
 	calls := map[string]func(p string) map[string]any{
-		"read":  func(p string) map[string]any { return map[string]any{"path": p} },
-		"edit":  func(p string) map[string]any { return map[string]any{"path": p, "oldText": "SECRET", "newText": "owned"} },
+		"read": func(p string) map[string]any { return map[string]any{"path": p} },
+		"edit": func(p string) map[string]any {
+			return map[string]any{"path": p, "oldText": "SECRET", "newText": "owned"}
+		},
 		"write": func(p string) map[string]any { return map[string]any{"path": p, "content": "owned"} },
 		"grep":  func(p string) map[string]any { return map[string]any{"pattern": "SECRET", "path": p} },
 	}
