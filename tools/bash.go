@@ -114,26 +114,25 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	case <-timer.C:
 		timedOut = true
 	}
-	grace := t.env.BashKillGrace
+	// Cleanup, bounded by one grace period in all: SIGTERM the group, give
+	// it until the deadline, then SIGKILL whatever is left.
+	deadline := time.Now().Add(t.env.BashKillGrace)
 	if interrupted || timedOut {
-		stopGroup(pgid, cmd.Process, exited, grace)
+		stopGroup(pgid, cmd.Process, exited, deadline)
 	}
 	// The leader has exited but is not reaped yet, so its pid (the group
 	// id) cannot be reused: stop whatever the command left in its group.
 	if syscall.Kill(-pgid, syscall.SIGTERM) == nil {
-		select {
-		case <-copied:
-		case <-time.After(grace):
-		}
+		waitUntil(copied, deadline)
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	waitErr := cmd.Wait()
-	select {
-	case <-copied:
-	case <-time.After(grace):
-		// Something that left the process group still holds the output
-		// pipe; stop reading rather than wait for it.
+	// Something that left the process group may still hold the output
+	// pipe; stop reading at the deadline rather than wait for it.
+	if soon := time.Now().Add(100 * time.Millisecond); deadline.Before(soon) {
+		deadline = soon
 	}
+	waitUntil(copied, deadline)
 	r.Close()
 	<-copied
 
@@ -161,18 +160,29 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	return Result{Content: fmt.Sprintf("%s\n[exit code 0]", text)}
 }
 
-// stopGroup ends the process group pgid: SIGTERM, up to grace for the
+// stopGroup ends the process group pgid: SIGTERM, until deadline for the
 // leader to exit, then SIGKILL. It returns once the leader has exited.
-func stopGroup(pgid int, leader *os.Process, exited <-chan struct{}, grace time.Duration) {
+func stopGroup(pgid int, leader *os.Process, exited <-chan struct{}, deadline time.Time) {
 	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-exited:
+	if waitUntil(exited, deadline) {
 		return
-	case <-time.After(grace):
 	}
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	leader.Kill()
 	<-exited
+}
+
+// waitUntil waits for ch to be closed until deadline and reports whether
+// it was.
+func waitUntil(ch <-chan struct{}, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // waitExited blocks until process pid has exited, without reaping it.

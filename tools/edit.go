@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/inkdev/ink/model"
 )
 
@@ -85,6 +87,9 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	case !fi.Mode().IsRegular():
 		return errorResult("edit: %s is not a regular file (%s)", name, fi.Mode().Type())
 	}
+	if msg := readOnly(real, name, fi); msg != "" {
+		return errorResult("edit: %s", msg)
+	}
 	data, err := os.ReadFile(real)
 	if err != nil {
 		return errorResult("edit: %s: %v", name, unwrapPathError(err))
@@ -130,6 +135,16 @@ func staleRead(tr *readTracker, real, name string, data []byte) string {
 		return fmt.Sprintf("%s changed since you last read it; re-read it first, then try again", name)
 	}
 	return ""
+}
+
+// readOnly returns why the existing file at real may not be changed
+// because this process lacks write permission on it, or "". Writing
+// through rename would otherwise bypass the file's own mode.
+func readOnly(real, name string, fi fs.FileInfo) string {
+	if unix.Access(real, unix.W_OK) == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s is read-only (mode %04o); change its mode with bash first if it really should be modified", name, fi.Mode().Perm())
 }
 
 // lockWaitError says why waiting for a file lock failed, preferring ctx's

@@ -80,9 +80,12 @@ func (t *grepTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 
 	s := &grepSearch{env: t.env, re: re, max: t.env.GrepMaxMatches}
-	if !fi.IsDir() {
-		s.file(start)
-	} else {
+	switch {
+	case fi.Mode().IsRegular():
+		s.file(ctx, start)
+	case !fi.IsDir():
+		return errorResult("grep: %s is not a regular file or directory (%s)", t.env.display(start), fi.Mode().Type())
+	default:
 		err = walkTree(ctx, start, func(real, rel string, d fs.DirEntry) error {
 			if !d.Type().IsRegular() {
 				return nil
@@ -90,15 +93,15 @@ func (t *grepTool) Run(ctx context.Context, raw json.RawMessage) Result {
 			if glob != nil && !glob.matchBaseOrPath(rel) {
 				return nil
 			}
-			s.file(real)
+			s.file(ctx, real)
 			return nil
 		})
-		if err != nil {
-			if ctx.Err() != nil {
-				return errorResult("grep: interrupted: %v\n%s", context.Cause(ctx), s.out.String())
-			}
+		if err != nil && ctx.Err() == nil {
 			return errorResult("grep: %s: %v", t.env.display(start), unwrapPathError(err))
 		}
+	}
+	if ctx.Err() != nil {
+		return errorResult("grep: interrupted: %v; matches so far:\n%s", context.Cause(ctx), s.out.String())
 	}
 	if s.found == 0 {
 		return Result{Content: fmt.Sprintf("no matches for %q in %s", a.Pattern, t.env.display(start))}
@@ -119,8 +122,8 @@ type grepSearch struct {
 }
 
 // file searches one regular file, skipping it when it is binary or
-// unreadable.
-func (s *grepSearch) file(real string) {
+// unreadable, and stopping early when ctx is done.
+func (s *grepSearch) file(ctx context.Context, real string) {
 	f, err := os.Open(real)
 	if err != nil {
 		return
@@ -135,6 +138,9 @@ func (s *grepSearch) file(real string) {
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), grepMaxLine)
 	for n := 1; sc.Scan(); n++ {
+		if n%8192 == 0 && ctx.Err() != nil {
+			return
+		}
 		line := sc.Bytes()
 		if !s.re.Match(line) {
 			continue

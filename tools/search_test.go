@@ -1,10 +1,14 @@
 package tools
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // searchTree lays out a small project with the things walks must skip.
@@ -207,4 +211,33 @@ func TestLsCap(t *testing.T) {
 	if r.Content != "a\nb\n[2 of 4 entries shown; use find with a pattern to narrow]" {
 		t.Fatalf("content:\n%s", r.Content)
 	}
+}
+
+// Special files are refused rather than opened (a FIFO would block).
+func TestSpecialFilesRefused(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	if err := unix.Mkfifo(k.path("pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, k.run(t, "grep", map[string]any{"pattern": "x", "path": "pipe"}), "pipe is not a regular file or directory")
+	wantError(t, k.run(t, "read", map[string]any{"path": "pipe"}), "pipe is not a regular file")
+	wantError(t, k.run(t, "write", map[string]any{"path": "pipe", "content": "x"}), "pipe is not a regular file")
+	wantError(t, k.run(t, "edit", map[string]any{"path": "pipe", "oldText": "a", "newText": "b"}), "pipe is not a regular file")
+	// A walk passes it by.
+	k.write(t, "a.txt", "x\n")
+	if r := k.run(t, "grep", map[string]any{"pattern": "x"}); r.IsError || r.Content != "a.txt:1: x" {
+		t.Fatalf("grep over a tree with a FIFO: %+v", r)
+	}
+}
+
+func TestSearchHonoursCancel(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	searchTree(t, k)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("stopped by the user"))
+	wantError(t, k.runCtx(t, ctx, "grep", map[string]any{"pattern": "Hello"}), "grep: interrupted: stopped by the user")
+	wantError(t, k.runCtx(t, ctx, "grep", map[string]any{"pattern": "Hello", "path": "a.go"}), "grep: interrupted: stopped by the user")
+	wantError(t, k.runCtx(t, ctx, "find", map[string]any{"pattern": "*"}), "find: interrupted: stopped by the user")
 }

@@ -86,6 +86,9 @@ func (t *writeTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	case !fi.Mode().IsRegular():
 		return errorResult("write: %s is not a regular file (%s)", name, fi.Mode().Type())
 	default:
+		if msg := readOnly(real, name, fi); msg != "" {
+			return errorResult("write: %s", msg)
+		}
 		data, err := os.ReadFile(real)
 		if err != nil {
 			return errorResult("write: %s: %v", name, unwrapPathError(err))
