@@ -147,7 +147,8 @@ func (s *grepSearch) file(ctx context.Context, real string) {
 		}
 		s.found++
 		if s.found <= s.max {
-			fmt.Fprintf(&s.out, "%s:%d: %s\n", name, n, clipLine(strings.TrimRight(string(line), "\r")))
+			text := strings.TrimRight(string(line), "\r")
+			fmt.Fprintf(&s.out, "%s:%d: %s\n", name, n, clipLine(text, len(text)))
 		}
 	}
 }

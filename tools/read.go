@@ -110,12 +110,18 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		if total%4096 == 0 && ctx.Err() != nil {
 			return errorResult("read: %s: interrupted: %v", name, context.Cause(ctx))
 		}
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+		line, size, err := readLine(br, maxLineBytes+2)
+		if size > 0 {
 			total++
 			if total >= offset && total < offset+limit && !capped {
 				text := strings.TrimRight(string(line), "\r\n")
-				text = clipLine(text)
+				if size > len(line) {
+					full := size
+					if err == nil {
+						full-- // the '\n'
+					}
+					text = clipLine(text, full)
+				}
 				entry := fmt.Sprintf("%6d\t%s\n", total, text)
 				if out.Len()+len(entry) > t.env.ReadMaxBytes && last > 0 {
 					capped = true
@@ -151,15 +157,31 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	return Result{Content: strings.ToValidUTF8(out.String(), "\uFFFD")}
 }
 
-// clipLine shortens a line longer than maxLineBytes on a rune boundary and
-// says how long it was.
-func clipLine(s string) string {
-	if len(s) <= maxLineBytes {
+// clipLine shortens a line to maxLineBytes on a rune boundary and says
+// how long it was (size bytes).
+func clipLine(s string, size int) string {
+	if len(s) <= maxLineBytes && size <= len(s) {
 		return s
 	}
-	cut := maxLineBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
+	cut := min(maxLineBytes, len(s))
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%s… [line truncated: %d bytes]", s[:cut], len(s))
+	return fmt.Sprintf("%s… [line truncated: %d bytes]", s[:cut], size)
+}
+
+// readLine reads one line (through its '\n', if any) from br, keeping at
+// most keep bytes of it, so a huge line costs no memory. size is the
+// line's full length; it is 0 only at the end of the input.
+func readLine(br *bufio.Reader, keep int) (line []byte, size int, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if room := keep - len(line); room > 0 {
+			line = append(line, chunk[:min(room, len(chunk))]...)
+		}
+		if err != bufio.ErrBufferFull {
+			return line, size, err
+		}
+	}
 }

@@ -47,6 +47,15 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
+	k.write(t, "huge-line.txt", strings.Repeat("a", 1<<20))
+	t.Run("a huge line without newline is clipped", func(t *testing.T) {
+		t.Parallel()
+		r := k.run(t, "read", map[string]any{"path": "huge-line.txt"})
+		wantOK(t, r)
+		if want := "     1\t" + strings.Repeat("a", 2000) + "… [line truncated: 1048576 bytes]\n"; r.Content != want {
+			t.Fatalf("content ends %q", r.Content[len(r.Content)-60:])
+		}
+	})
 	t.Run("long line is clipped on a rune boundary", func(t *testing.T) {
 		t.Parallel()
 		r := k.run(t, "read", map[string]any{"path": "long.txt"})

@@ -83,6 +83,17 @@ func TestGrepCap(t *testing.T) {
 	}
 }
 
+func TestGrepClipsLongLines(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	k.write(t, "min.js", "var x=1;"+strings.Repeat("y", 5000)+"\n")
+	r := k.run(t, "grep", map[string]any{"pattern": "var x"})
+	wantOK(t, r)
+	if want := "min.js:1: var x=1;" + strings.Repeat("y", 1992) + "… [line truncated: 5008 bytes]"; r.Content != want {
+		t.Fatalf("content ends %q", r.Content[len(r.Content)-60:])
+	}
+}
+
 func TestGrepErrors(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
