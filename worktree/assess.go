@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -104,22 +105,18 @@ func assessState(ctx context.Context, rec Record) Assessment {
 	if reg.branch != ref {
 		return unknown("%s is registered on %q, not on %s", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch)
 	}
-	if err := checkLinked(ctx, rec.RepoRoot, path); err != nil {
+	if strings.Trim(reg.head, "0") == "" {
+		return unknown("branch %s no longer exists (HEAD of %s points at nothing)", rec.Branch, path)
+	}
+	view, err := viewWorktree(ctx, rec.RepoRoot, path)
+	if err != nil {
 		return unknown("%v", err)
 	}
-
-	head, err := readIn(ctx, path, "symbolic-ref", "-q", "HEAD")
-	if err != nil {
-		return unknown("HEAD of %s is not a branch (detached or unreadable): %v", path, err)
+	if view.headRef != ref {
+		return unknown("HEAD of %s is %s, not %s", path, view.headRef, ref)
 	}
-	if strings.TrimSpace(head) != ref {
-		return unknown("HEAD of %s is %s, not %s", path, strings.TrimSpace(head), ref)
-	}
-	tip, err := readIn(ctx, path, "rev-parse", "--verify", "HEAD^{commit}")
-	if err != nil {
-		return unknown("cannot read HEAD of %s: %v", path, err)
-	}
-	if tip = strings.TrimSpace(tip); tip != rec.Baseline {
+	tip := reg.head
+	if tip != rec.Baseline {
 		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, path, rec.Baseline, tip)}
 	}
 
@@ -199,21 +196,54 @@ func endsWith(log, snap []string) bool {
 	return true
 }
 
-// checkLinked verifies that the worktree's own .git link leads to the same
-// repository as root.
-func checkLinked(ctx context.Context, root, path string) error {
+// worktreeSide is what a worktree says about itself.
+type worktreeSide struct {
+	// headRef is the full ref HEAD points at, or "HEAD" when detached.
+	headRef string
+}
+
+// viewWorktree reads, from inside the worktree at path, which repository
+// its .git link leads to and what HEAD points at, and checks that the link
+// leads to the repository at root.
+func viewWorktree(ctx context.Context, root, path string) (worktreeSide, error) {
+	out, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir", "--symbolic-full-name", "HEAD")
+	ls := lines(out)
+	if err != nil || len(ls) < 1 {
+		return worktreeSide{}, fmt.Errorf("%s is not a working git checkout (its .git link is missing or broken, or HEAD is unreadable): %v", path, err)
+	}
+	if err := checkCommonDir(ctx, root, path, ls[0]); err != nil {
+		return worktreeSide{}, err
+	}
+	if len(ls) < 2 {
+		return worktreeSide{}, fmt.Errorf("HEAD of %s is unreadable", path)
+	}
+	return worktreeSide{headRef: ls[1]}, nil
+}
+
+// checkCommonDir checks that got, the git directory a worktree links to,
+// is the common git directory of the repository at root.
+func checkCommonDir(ctx context.Context, root, path, got string) error {
+	if samePath(got, filepath.Join(root, ".git")) {
+		return nil
+	}
 	want, err := read(ctx, root, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return fmt.Errorf("cannot read the git directory of %s: %w", root, err)
 	}
+	if !samePath(got, strings.TrimSpace(want)) {
+		return fmt.Errorf("%s links to the repository %s, not to %s", path, got, root)
+	}
+	return nil
+}
+
+// checkLinked verifies that the worktree's own .git link leads to the same
+// repository as root.
+func checkLinked(ctx context.Context, root, path string) error {
 	got, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return fmt.Errorf("%s is not a working git checkout (its .git link is missing or broken): %w", path, err)
 	}
-	if !samePath(strings.TrimSpace(got), strings.TrimSpace(want)) {
-		return fmt.Errorf("%s links to the repository %s, not to %s", path, strings.TrimSpace(got), root)
-	}
-	return nil
+	return checkCommonDir(ctx, root, path, strings.TrimSpace(got))
 }
 
 // commitsDetail describes the commits between baseline and tip.

@@ -91,12 +91,12 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 		return Record{}, fmt.Errorf("create worktree: branch %s already exists in %s; ink never reuses or deletes it — pick another child id", branch, repo.Root)
 	}
 	c := gitCall{dir: repo.Root, noHooks: true, config: []string{"core.logAllRefUpdates=true"},
-		args: []string{"worktree", "add", "--quiet", "-b", branch, path, repo.Head}}
+		args: []string{"worktree", "add", "--quiet", "--lock", "--reason", lockReason(childID, pid), "-b", branch, path, repo.Head}}
 	if _, err := c.exec(ctx); err != nil {
 		rollback(context.WithoutCancel(ctx), repo.Root, path, branch, repo.Head)
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	rec, err := finishCreate(ctx, repo, path, branch, childID, pid, includes)
+	rec, err := finishCreate(ctx, repo, path, branch, includes)
 	if err != nil {
 		rollback(context.WithoutCancel(ctx), repo.Root, path, branch, repo.Head)
 		return Record{}, fmt.Errorf("create worktree: %w (rolled back: nothing was left behind)", err)
@@ -105,7 +105,7 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 }
 
 // finishCreate does everything after `git worktree add`.
-func finishCreate(ctx context.Context, repo Repo, path, branch, childID string, pid int, includes []string) (Record, error) {
+func finishCreate(ctx context.Context, repo Repo, path, branch string, includes []string) (Record, error) {
 	real, err := realpath(path)
 	if err != nil {
 		return Record{}, err
@@ -133,9 +133,6 @@ func finishCreate(ctx context.Context, repo Repo, path, branch, childID string, 
 		return Record{}, err
 	}
 	if err := writeRecord(rec); err != nil {
-		return Record{}, err
-	}
-	if err := lockWorktree(ctx, rec, lockReason(childID, pid)); err != nil {
 		return Record{}, err
 	}
 	return rec, nil

@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 	os.Setenv("HOME", home)
 	os.Setenv("GIT_CONFIG_GLOBAL", cfg)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	if templateRepo, err = buildTemplate(home); err != nil {
+		fmt.Fprintln(os.Stderr, "build template repository:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(home)
 	os.Exit(code)
@@ -88,31 +92,83 @@ func writeFile(t testing.TB, dir, rel, content string) {
 	}
 }
 
-// newRepo makes a repository with three commits (README.md, src/main.go,
-// docs/guide.md, a .gitignore for .env and build/) and returns its
+// templateRepo is built once per test binary by buildTemplate and copied
+// by newRepo, which saves a dozen git processes per test.
+var templateRepo string
+
+// buildTemplate makes a repository with three commits (README.md,
+// src/main.go, docs/guide.md, a .gitignore for .env and build/) under dir.
+func buildTemplate(dir string) (string, error) {
+	repo := filepath.Join(dir, "template")
+	steps := [][]string{{"init", "-q"}}
+	files := []map[string]string{
+		{"README.md": "# project\n", ".gitignore": ".env\nbuild/\n"},
+		{"src/main.go": "package main\n\nfunc main() {}\n"},
+		{"docs/guide.md": "line one\nline two\n"},
+	}
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		return "", err
+	}
+	for _, s := range steps {
+		if out, err := gitTry(repo, s...); err != nil {
+			return "", fmt.Errorf("%v: %s", err, out)
+		}
+	}
+	for i, fs := range files {
+		for rel, content := range fs {
+			p := filepath.Join(repo, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				return "", err
+			}
+		}
+		for _, s := range [][]string{{"add", "."}, {"commit", "-q", "-m", fmt.Sprintf("step %d", i+1)}} {
+			if out, err := gitTry(repo, s...); err != nil {
+				return "", fmt.Errorf("%v: %s", err, out)
+			}
+		}
+	}
+	return repo, nil
+}
+
+// newRepo copies the template repository into a temp dir and returns its
 // resolved root.
 func newRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "project")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := copyTree(templateRepo, dir); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "init", "-q")
-	writeFile(t, dir, "README.md", "# project\n")
-	writeFile(t, dir, ".gitignore", ".env\nbuild/\n")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "start")
-	writeFile(t, dir, "src/main.go", "package main\n\nfunc main() {}\n")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "add main")
-	writeFile(t, dir, "docs/guide.md", "line one\nline two\n")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "add guide")
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// copyTree copies the regular files and directories under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, info.Mode().Perm())
+	})
 }
 
 // newInkHome returns a fresh INK_HOME directory.
