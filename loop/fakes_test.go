@@ -158,7 +158,7 @@ rules:
 	return parseScript(t, src)
 }
 
-func parseScript(t *testing.T, src string) *script.Script {
+func parseScript(t testing.TB, src string) *script.Script {
 	t.Helper()
 	s, err := script.Parse(t.Name()+".yaml", []byte(src))
 	if err != nil {

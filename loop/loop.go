@@ -26,11 +26,12 @@ const (
 	DefaultAbortGrace  = 10 * time.Second
 )
 
-// Options configures one Run. The functions it holds are called from the
-// goroutine that called Run (deltas: from wherever the provider calls its
-// onDelta, during the model call), never concurrently with each other, with
-// one exception: OnToolCall of a gate still running when the run is
-// interrupted may be left running after its grace.
+// Options configures one Run. OnMessage and OnEvent are called from the
+// goroutine that called Run (delta events: from wherever the provider calls
+// its onDelta, during the model call); OnToolCall runs on a goroutine of its
+// own while Run waits for it. None of them is called concurrently with
+// another, except a gate still running when the run was interrupted, which
+// Run leaves behind after AbortGrace.
 type Options struct {
 	// Provider produces the assistant turns. Required.
 	Provider model.Provider
@@ -72,7 +73,7 @@ const (
 	EventDelta       = "delta"        // a streamed piece of the turn (Delta)
 	EventToolStart   = "tool.start"   // a call was read, before its gate (Call)
 	EventToolRunning = "tool.running" // the tool begins to run (Call)
-	EventToolEnd     = "tool.end"     // the call's result, in call order (Call, Result, Duration)
+	EventToolEnd     = "tool.end"     // the call's result, in call order, once saved (Call, Result, Duration)
 	EventMessage     = "message"      // a message was accepted by OnMessage (Message)
 )
 
@@ -81,9 +82,11 @@ type Event struct {
 	// Type is one of the Event* constants.
 	Type string
 	// Turn is the model call number the event belongs to, 1-based.
-	Turn  int
+	Turn int
+	// Delta is the streamed piece on "delta".
 	Delta *model.Delta
-	Call  *model.ToolCall
+	// Call is the tool call on tool.start, tool.running and tool.end.
+	Call *model.ToolCall
 	// Result is the result of the call on tool.end.
 	Result *model.ToolResult
 	// Message is the message on "message".
@@ -112,9 +115,11 @@ type Result struct {
 // done, the provider fails, or OnMessage fails.
 //
 // When ctx is done, every call of the current turn still gets a result
-// (queued calls: not started; running calls: their own result, or abandoned
-// after AbortGrace) and those results pass through OnMessage before Run
-// returns an error that wraps context.Cause(ctx) and ctx.Err(). A provider
+// (queued calls: not started; running calls: their own result, to which an
+// error result gets the line "interrupted: <cause>", or abandoned after
+// AbortGrace) and those results pass through OnMessage before Run returns an
+// error that wraps context.Cause(ctx) and ctx.Err(), so errors.Is works with
+// the cause as well as with context.Canceled or context.DeadlineExceeded. A provider
 // failure keeps the partial assistant text, if any, as a message without
 // tool calls, and returns the provider's error wrapped.
 //

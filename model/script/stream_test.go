@@ -387,3 +387,35 @@ rules:
 		t.Error(err)
 	}
 }
+
+// TestInvestigateScript walks the example script of testdata through the
+// conversation it was written for.
+func TestInvestigateScript(t *testing.T) {
+	t.Parallel()
+	s, err := script.Load("testdata/investigate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path() != "testdata/investigate.yaml" {
+		t.Errorf("Path() = %q", s.Path())
+	}
+	main, err := s.Stream(context.Background(), model.Request{Turn: 1, Messages: []model.Message{model.UserText("how does login work?")}}, nil)
+	if err != nil || len(main.ToolCalls) != 1 || main.ToolCalls[0].Name != "task" {
+		t.Fatalf("main agent: %+v, %v; want a task call", main, err)
+	}
+	conv := []model.Message{model.UserText("find where Login is handled")}
+	req := model.Request{Agent: "scout", Depth: 1}
+	for turn, step := range []struct{ call, result string }{{"grep", "src/auth/login.go:3:func Login("}, {"read", "package auth"}} {
+		req.Turn, req.Messages = turn+1, conv
+		msg, err := s.Stream(context.Background(), req, nil)
+		if err != nil || len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Name != step.call {
+			t.Fatalf("turn %d: %+v, %v; want a %s call", turn+1, msg, err, step.call)
+		}
+		conv = append(conv, msg, model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: msg.ToolCalls[0].ID, ToolName: step.call, Content: step.result}}})
+	}
+	req.Turn, req.Messages = 3, conv
+	msg, err := s.Stream(context.Background(), req, nil)
+	if err != nil || msg.Text() != "Entry point is src/auth/login.go" {
+		t.Fatalf("turn 3: %q, %v", msg.Text(), err)
+	}
+}
