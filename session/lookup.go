@@ -64,7 +64,7 @@ func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 		if c.header.ID == childID && !c.symlink && (c.err == nil || errors.Is(c.err, ErrInvalidLaunch)) {
 			matches = append(matches, c)
 		}
-		if c.name == childID+".jsonl" {
+		if c.name == childID+".jsonl" && c.err != nil && !errors.Is(c.err, ErrInvalidLaunch) {
 			named = &files[i]
 		}
 	}

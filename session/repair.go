@@ -79,35 +79,48 @@ func RepairTail(path string) (TailRepair, error) {
 		return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
 	}
 
-	var lineErr error
-	if start == 0 {
-		if _, err := parseHeader(line); err != nil && !errors.Is(err, ErrInvalidLaunch) {
-			return TailRepair{}, fmt.Errorf("repair tail: %s:1: %v; the header is damaged and ink will not cut it (delete the file or start a new session)", path, err)
-		}
-	} else {
-		_, lineErr = decodeEntry(line)
+	action, reason, err := judgeTail(line, start, terminated)
+	if err != nil {
+		return TailRepair{}, fmt.Errorf("repair tail: %s:1: %v; the header is damaged and ink will not cut it (delete the file or start a new session)", path, err)
 	}
 
-	switch {
-	case lineErr != nil:
+	switch action {
+	case RepairTruncated:
 		if err := f.Truncate(start); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: truncate: %w", path, err)
 		}
 		if err := f.Sync(); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
-		return TailRepair{Action: RepairTruncated, Offset: start, Bytes: len(line), Reason: tornReason(lineErr, terminated)}, nil
-	case !terminated:
+		return TailRepair{Action: RepairTruncated, Offset: start, Bytes: len(line), Reason: reason}, nil
+	case RepairTerminated:
 		if _, err := f.WriteAt([]byte("\n"), size); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
 		}
 		if err := f.Sync(); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
-		return TailRepair{Action: RepairTerminated, Offset: start, Bytes: 1, Reason: "the final line lacked its newline"}, nil
+		return TailRepair{Action: RepairTerminated, Offset: start, Bytes: 1, Reason: reason}, nil
 	default:
 		return TailRepair{Action: RepairNone, Offset: start}, nil
 	}
+}
+
+// judgeTail decides what the final line of a transcript needs. line starts
+// at offset start and ends with "\n" when terminated. A header line (start
+// 0) that is not a valid header is an error: it is never cut.
+func judgeTail(line []byte, start int64, terminated bool) (action, reason string, err error) {
+	if start == 0 {
+		if _, err := parseHeader(line); err != nil && !errors.Is(err, ErrInvalidLaunch) {
+			return "", "", err
+		}
+	} else if _, err := decodeEntry(line); err != nil {
+		return RepairTruncated, tornReason(err, terminated), nil
+	}
+	if !terminated {
+		return RepairTerminated, "the final line lacked its newline", nil
+	}
+	return RepairNone, "", nil
 }
 
 // lastNewlineBefore returns the offset of the last "\n" in f before end, or
