@@ -239,6 +239,7 @@ func TestParseFields(t *testing.T) {
 		{name: "model provider without id", fields: "model: openai/", wantError: `x.md:4: model "openai/": missing model name after "openai/"`},
 		{name: "disallowed narrows listed tools", fields: "tools: Read, Bash, Grep\ndisallowedTools: [Bash]", tools: []string{"read", "grep"}, notes: []string{"disallowedTools (line 5): the agent gets read, grep"}},
 		{name: "duplicate key", fields: "timeout: 5\ntimeout: 6", wantError: `x.md:5: invalid YAML: mapping key "timeout" already defined at [3:1]`},
+		{name: "aliases refused", fields: "x: &a [1, 2]\ny: *a", wantError: `x.md:5: YAML aliases (*a) are not allowed in a profile; write the value out`},
 		{name: "unknown field kept", fields: "memory: project", notes: []string{`field "memory" is not used by ink; ignored`}},
 	}
 	for _, tt := range tests {

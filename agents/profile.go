@@ -76,13 +76,20 @@ const (
 //
 // A file that cannot be used returns a Problem as the error, naming the file,
 // the line and what to fix. Parse never panics and is safe for concurrent use.
-func Parse(path string, data []byte) (Profile, error) {
+func Parse(path string, data []byte) (p Profile, err error) {
+	defer func() {
+		// The YAML parser is third-party code; a panic in it on some input
+		// must not take ink down with it.
+		if r := recover(); r != nil {
+			p, err = Profile{}, Problem{Path: path, Line: frontmatterOpenerLine, Reason: fmt.Sprintf("cannot parse the frontmatter as YAML (%v)", r)}
+		}
+	}()
 	source := path
 	if abs, err := filepath.Abs(path); err == nil {
 		source = abs
 	}
 	sum := sha256.Sum256(data)
-	p := Profile{
+	p = Profile{
 		Source:     source,
 		Dir:        filepath.Dir(source),
 		RoleSHA256: hex.EncodeToString(sum[:]),
@@ -115,6 +122,16 @@ func Parse(path string, data []byte) (Profile, error) {
 			fields = []*ast.MappingValueNode{body}
 		default:
 			return fail(nodeLine(body), "%s", reasonNotMapping)
+		}
+	}
+	for _, doc := range file.Docs {
+		if doc.Body == nil {
+			continue
+		}
+		if aliases := ast.Filter(ast.AliasType, doc.Body); len(aliases) > 0 {
+			// Aliases let a few bytes stand for a huge value (and nothing in
+			// a profile needs them); refuse them rather than expand them.
+			return fail(nodeLine(aliases[0]), "YAML aliases (%s) are not allowed in a profile; write the value out", strings.TrimSpace(aliases[0].String()))
 		}
 	}
 	values := map[string]any{}
