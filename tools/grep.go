@@ -119,6 +119,8 @@ type grepSearch struct {
 	max   int
 	found int
 	out   strings.Builder
+	br    *bufio.Reader // reused across files
+	buf   []byte        // the line scanner's buffer, reused across files
 }
 
 // file searches one regular file, skipping it when it is binary or
@@ -129,14 +131,20 @@ func (s *grepSearch) file(ctx context.Context, real string) {
 		return
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(f, 64<<10)
+		s.buf = make([]byte, 0, 64<<10)
+	} else {
+		s.br.Reset(f)
+	}
+	br := s.br
 	head, _ := br.Peek(sniffLen)
 	if looksBinary(head) {
 		return
 	}
 	name := s.env.display(real)
 	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), grepMaxLine)
+	sc.Buffer(s.buf[:0], grepMaxLine)
 	for n := 1; sc.Scan(); n++ {
 		if n%8192 == 0 && ctx.Err() != nil {
 			return

@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkBashTrue measures one bash tool call running `true`: process
+// group setup, output capture and cleanup.
+func BenchmarkBashTrue(b *testing.B) {
+	pool, err := Builtins(Env{Root: b.TempDir(), LockDir: filepath.Join(b.TempDir(), "locks")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bash, _ := Select(pool, []string{"bash"})
+	args := json.RawMessage(`{"command":"true"}`)
+	for b.Loop() {
+		if r := bash[0].Run(context.Background(), args); r.IsError {
+			b.Fatal(r.Content)
+		}
+	}
+}
+
+// BenchmarkExecBashTrue is the floor for BenchmarkBashTrue: a bare
+// exec.Command("bash", "-c", "true").Run().
+func BenchmarkExecBashTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGrepTree measures grep over 500 small files.
+func BenchmarkGrepTree(b *testing.B) {
+	root := b.TempDir()
+	for i := 0; i < 500; i++ {
+		p := filepath.Join(root, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%03d.go", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf("package p\n\nfunc F%d() int { return %d }\n", i, i)), 0o644)
+	}
+	pool, err := Builtins(Env{Root: root, LockDir: filepath.Join(b.TempDir(), "locks")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	grep, _ := Select(pool, []string{"grep"})
+	args := json.RawMessage(`{"pattern":"return 4\\d\\d","glob":"*.go"}`)
+	for b.Loop() {
+		if r := grep[0].Run(context.Background(), args); r.IsError {
+			b.Fatal(r.Content)
+		}
+	}
+}
