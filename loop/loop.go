@@ -123,6 +123,10 @@ type Result struct {
 // failure keeps the partial assistant text, if any, as a message without
 // tool calls, and returns the provider's error wrapped.
 //
+// A tool call whose id is empty or already used in the conversation gets a
+// fresh id before its assistant message reaches OnMessage (delta events still
+// show the id the provider sent).
+//
 // Run is safe to call concurrently with other Runs; Options are not shared
 // state, but the tools and the provider must then be safe for concurrent use.
 func Run(ctx context.Context, opts Options) (Result, error) {
@@ -143,6 +147,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 
 	conv := slices.Clone(opts.History)
+	ids := newCallIDs(conv)
 	for turn := 1; ; turn++ {
 		if ctx.Err() != nil {
 			return res, interruptedError(ctx)
@@ -169,6 +174,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, providerError(ctx, turn, err)
 		}
 		msg.Role = model.RoleAssistant
+		ids.assign(turn, &msg)
 		if err := r.deliver(turn, msg); err != nil {
 			return res, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -346,5 +347,53 @@ func TestBadOptions(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), `"echo" twice`) {
 		t.Errorf("duplicate tool: err = %v", err)
+	}
+}
+
+// sloppyIDs answers like a server that reuses or omits tool call ids.
+type sloppyIDs struct{}
+
+func (sloppyIDs) Stream(ctx context.Context, req model.Request, onDelta func(model.Delta)) (model.Message, error) {
+	if req.Turn > 2 {
+		return model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: "done"}}}, nil
+	}
+	return model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+		{ID: "call_0", Name: "echo", Args: json.RawMessage(`{"label":"` + fmt.Sprint("a", req.Turn) + `"}`)},
+		{ID: "", Name: "echo", Args: json.RawMessage(`{"label":"` + fmt.Sprint("b", req.Turn) + `"}`)},
+		{ID: "call_0", Name: "echo", Args: json.RawMessage(`{"label":"` + fmt.Sprint("c", req.Turn) + `"}`)},
+	}}, nil
+}
+
+var _ model.Provider = sloppyIDs{}
+
+func TestCallIDsAreMadeUnique(t *testing.T) {
+	t.Parallel()
+	var s sink
+	opts := s.options(sloppyIDs{}, &sleepTool{name: "echo", safe: true, rec: newRecorder()})
+	opts.History = append(opts.History, model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "old", Name: "echo"}}})
+	res, err := loop.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{"old": true}
+	var callIDs []string
+	for _, m := range res.Messages {
+		for _, c := range m.ToolCalls {
+			if c.ID == "" || seen[c.ID] {
+				t.Errorf("call id %q is empty or repeated", c.ID)
+			}
+			seen[c.ID] = true
+			callIDs = append(callIDs, c.ID)
+		}
+	}
+	if len(callIDs) != 6 || callIDs[0] != "call_0" {
+		t.Errorf("call ids = %v; want 6, the first unique one kept", callIDs)
+	}
+	var resultIDs []string
+	for _, r := range results(t, res.Messages) {
+		resultIDs = append(resultIDs, r.ToolCallID)
+	}
+	if !reflect.DeepEqual(resultIDs, callIDs) {
+		t.Errorf("results answer %v, calls were %v", resultIDs, callIDs)
 	}
 }
