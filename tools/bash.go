@@ -63,14 +63,13 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	timeout := t.env.BashTimeout
 	if a.Timeout != nil {
-		d := time.Duration(*a.Timeout * float64(time.Second))
 		switch {
-		case *a.Timeout <= 0 || d <= 0:
-			return errorResult("bash: timeout must be a positive number of seconds, got %v", *a.Timeout)
-		case d > t.env.BashMaxTimeout:
+		case *a.Timeout < 0.001:
+			return errorResult("bash: timeout must be a positive number of seconds (at least 0.001), got %v", *a.Timeout)
+		case *a.Timeout > t.env.BashMaxTimeout.Seconds():
 			return errorResult("bash: timeout %v s is more than the maximum %s s; split the work or run it in steps", *a.Timeout, seconds(t.env.BashMaxTimeout))
 		}
-		timeout = d
+		timeout = time.Duration(*a.Timeout * float64(time.Second))
 	}
 	if ctx.Err() != nil {
 		return errorResult("interrupted: %s\n(the command was not started)", context.Cause(ctx).Error())

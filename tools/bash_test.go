@@ -65,6 +65,8 @@ func TestBashBadArguments(t *testing.T) {
 		{"zero timeout", `{"command":"true","timeout":0}`, "timeout must be a positive number of seconds"},
 		{"negative timeout", `{"command":"true","timeout":-5}`, "timeout must be a positive number of seconds"},
 		{"timeout above the maximum", `{"command":"true","timeout":61}`, "more than the maximum 60 s"},
+		{"enormous timeout", `{"command":"true","timeout":1e300}`, "more than the maximum 60 s"},
+		{"tiny timeout", `{"command":"true","timeout":1e-12}`, "timeout must be a positive number of seconds"},
 		{"timeout as a string", `{"command":"true","timeout":"10"}`, `"timeout" must be a number`},
 		{"command not a string", `{"command":["ls"]}`, `"command" must be a string, got array`},
 		{"unknown argument", `{"command":"true","cwd":"/"}`, `unknown argument "cwd"; bash takes: command, timeout`},
