@@ -1,0 +1,299 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/inkdev/ink/ipc/pb"
+)
+
+// DefaultStartTimeout bounds the worker's handshake and first Info call
+// when ClientConfig.StartTimeout is zero.
+const DefaultStartTimeout = 10 * time.Second
+
+// ClientConfig says how to launch one worker.
+type ClientConfig struct {
+	// Cmd is the unstarted worker command, e.g. exec.Command(exe, "worker").
+	// Its Env is the complete environment the worker gets (an explicit
+	// allowlist chosen by the caller); ipc appends only what go-plugin needs
+	// (the magic cookie, PLUGIN_UNIX_SOCKET_DIR, PLUGIN_PROTOCOL_VERSIONS,
+	// ...) and never the host's own environment. Start sets Setsid in
+	// Cmd.SysProcAttr and points stdin at /dev/null; Cmd.Stdout and
+	// Cmd.Stderr must be unset (they carry the handshake and the worker's
+	// early log lines).
+	Cmd *exec.Cmd
+	// SocketDir is the directory for worker sockets, normally $INK_HOME/run.
+	// It is created 0700 and must be owned by the current user. Each worker
+	// gets a fresh 0700 directory inside it, removed by Kill. When SocketDir
+	// is empty or too long for a Unix socket path, a fresh 0700 directory
+	// under the system temp dir is used instead and removed by Kill.
+	SocketDir string
+	// Logger receives go-plugin's logs and whatever the worker writes to its
+	// stderr before or outside its own log (a panic, for instance). Nil
+	// discards them.
+	Logger *slog.Logger
+	// StartTimeout bounds the handshake and the Info call; zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Client is the host's handle on one running worker process. Its methods
+// are safe for concurrent use. The caller must call Kill when done with it,
+// also after the worker exited on its own, to release the socket directory.
+type Client struct {
+	plugin *plugin.Client
+	worker pb.WorkerClient
+	info   *pb.InfoReply
+	socket socketBase
+
+	runnerMu sync.Mutex
+	runner   *processRunner
+
+	killOnce sync.Once
+}
+
+// Start launches the worker described by cfg in its own session, completes
+// the go-plugin handshake, calls Info and checks that the worker speaks
+// ProtocolVersion. A worker of another version yields a
+// *ProtocolMismatchError. When ctx ends before the worker is ready, the
+// worker is killed and ctx's error returned. On any error nothing is left
+// running and the socket directory is removed.
+func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	if cfg.Cmd == nil {
+		return nil, errors.New("start ink worker: ClientConfig.Cmd is nil")
+	}
+	if cfg.Cmd.Process != nil {
+		return nil, errors.New("start ink worker: ClientConfig.Cmd was already started; build a new exec.Cmd for every worker")
+	}
+	if cfg.Cmd.Stdout != nil || cfg.Cmd.Stderr != nil {
+		return nil, errors.New("start ink worker: ClientConfig.Cmd must not set Stdout or Stderr; ipc reads them for the handshake and the worker's logs")
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	base, err := prepareSocketBase(cfg.SocketDir)
+	if err != nil {
+		return nil, fmt.Errorf("start ink worker: %w", err)
+	}
+
+	c := &Client{socket: base}
+	workerCmd := cfg.Cmd
+	hostLog := newSlogHCLog(logger)
+	c.plugin = plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  handshakeConfig(),
+		VersionedPlugins: pluginSets(ProtocolVersion, &workerPlugin{}),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		// go-plugin hands RunnerFunc a blank command that carries only the
+		// environment it needs; that is appended to the caller's allowlist.
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			workerCmd.Env = append(append([]string{}, workerCmd.Env...), spec.Env...)
+			r, err := newProcessRunner(workerCmd)
+			if err != nil {
+				return nil, err
+			}
+			c.runnerMu.Lock()
+			c.runner = r
+			c.runnerMu.Unlock()
+			return r, nil
+		},
+		SkipHostEnv:      true,
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: base.dir},
+		StartTimeout:     cfg.StartTimeout,
+		Logger:           hostLog,
+		SyncStdout:       hostLog.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+		SyncStderr:       hostLog.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+		// The connection must not be closed for idleness: the worker takes
+		// a closed connection for a lost host.
+		GRPCDialOptions: []grpc.DialOption{grpc.WithIdleTimeout(0)},
+	})
+
+	type dispensed struct {
+		worker pb.WorkerClient
+		err    error
+	}
+	ready := make(chan dispensed, 1)
+	go func() {
+		rpc, err := c.plugin.Client()
+		if err != nil {
+			ready <- dispensed{err: err}
+			return
+		}
+		raw, err := rpc.Dispense(pluginName)
+		if err != nil {
+			ready <- dispensed{err: err}
+			return
+		}
+		w, ok := raw.(pb.WorkerClient)
+		if !ok {
+			ready <- dispensed{err: fmt.Errorf("worker plugin dispensed %T, not a worker client", raw)}
+			return
+		}
+		ready <- dispensed{worker: w}
+	}()
+
+	var d dispensed
+	select {
+	case d = <-ready:
+	case <-ctx.Done():
+		c.killProcessGroup()
+		<-ready
+		c.Kill()
+		return nil, fmt.Errorf("start ink worker: %w", ctx.Err())
+	}
+	if d.err != nil {
+		err := c.explainStartFailure(d.err, cfg.StartTimeout)
+		c.Kill()
+		return nil, fmt.Errorf("start ink worker: %w", err)
+	}
+	c.worker = d.worker
+
+	infoCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	info, err := c.worker.Info(infoCtx, &pb.InfoRequest{})
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("start ink worker: info: %w", err)
+	}
+	if info.GetProtocolVersion() != ProtocolVersion {
+		c.Kill()
+		return nil, fmt.Errorf("start ink worker: %w",
+			&ProtocolMismatchError{Worker: int(info.GetProtocolVersion()), Host: ProtocolVersion})
+	}
+	c.info = info
+	logger.Debug("ink worker ready", "pid", c.Pid(), "inkVersion", info.GetInkVersion(),
+		"socket", c.socketPath())
+	return c, nil
+}
+
+// explainStartFailure turns go-plugin's handshake failure into a message
+// that says what the worker did: which version it speaks, or how it exited
+// and what it last wrote to stderr.
+func (c *Client) explainStartFailure(err error, timeout time.Duration) error {
+	if mismatch := asProtocolMismatch(err, ProtocolVersion); mismatch != err {
+		return mismatch
+	}
+	c.runnerMu.Lock()
+	r := c.runner
+	c.runnerMu.Unlock()
+	if r == nil {
+		return err
+	}
+	var b strings.Builder
+	msg := err.Error()
+	if strings.Contains(msg, "timeout while waiting for plugin to start") {
+		fmt.Fprintf(&b, "%s did not complete the ink worker handshake within %v (timeout while waiting for plugin to start)", r.Name(), timeout)
+	} else if printed := unrecognizedLine(msg); printed != "" {
+		// go-plugin kills the worker right away, so how it exited says nothing.
+		fmt.Fprintf(&b, "%s printed %q instead of the ink worker handshake", r.Name(), printed)
+	} else {
+		state, exited := r.exitState(time.Second)
+		if !exited {
+			return err
+		}
+		fmt.Fprintf(&b, "%s exited (%s) before completing the ink worker handshake", r.Name(), state)
+	}
+	if tail := r.stderrTail(); tail != "" {
+		b.WriteString("; its stderr ended with:\n\t" + strings.ReplaceAll(tail, "\n", "\n\t"))
+	}
+	b.WriteString("\n" + r.Diagnose(context.Background()))
+	return errors.New(b.String())
+}
+
+// unrecognizedLine extracts the line go-plugin could not parse as a
+// handshake from its error message, or "".
+func unrecognizedLine(msg string) string {
+	const prefix = "Unrecognized remote plugin message: "
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(msg[i+len(prefix):], "\n")
+	return strings.TrimSpace(line)
+}
+
+// Pid returns the worker's process id, which is also its process group and
+// session id.
+func (c *Client) Pid() int {
+	c.runnerMu.Lock()
+	defer c.runnerMu.Unlock()
+	if c.runner == nil {
+		return 0
+	}
+	return c.runner.Pid()
+}
+
+// Info returns a copy of the worker's answer to Info, fetched by Start.
+func (c *Client) Info() *pb.InfoReply {
+	return proto.CloneOf(c.info)
+}
+
+// Attempt opens the bidirectional stream of one attempt. The host sends Run
+// first, then Cancel or TaskAnswer messages, and calls CloseSend when it has
+// nothing more to say; the worker answers with events and task requests and
+// ends with one Outcome. Cancelling ctx aborts the stream. Messages of up to
+// MaxMessageSize pass in both directions.
+func (c *Client) Attempt(ctx context.Context) (pb.Worker_AttemptClient, error) {
+	stream, err := c.worker.Attempt(ctx,
+		grpc.MaxCallRecvMsgSize(MaxMessageSize),
+		grpc.MaxCallSendMsgSize(MaxMessageSize))
+	if err != nil {
+		return nil, fmt.Errorf("worker %d attempt: %w", c.Pid(), err)
+	}
+	return stream, nil
+}
+
+// Kill stops the worker: it asks it to shut down (its open streams end),
+// waits up to 2 s for it to exit, then SIGKILLs it, and finally SIGKILLs
+// its whole process group so that nothing it started in that group remains.
+// It then removes the worker's socket directory. Kill blocks until the
+// worker is gone, is idempotent and may be called concurrently.
+func (c *Client) Kill() {
+	c.killOnce.Do(func() {
+		c.plugin.Kill()
+		c.killProcessGroup()
+		if c.socket.fallback {
+			_ = os.RemoveAll(c.socket.dir)
+		}
+	})
+}
+
+// Exited reports whether the worker process has exited.
+func (c *Client) Exited() bool {
+	return c.plugin.Exited()
+}
+
+// killProcessGroup SIGKILLs the worker's process group, if it was started.
+func (c *Client) killProcessGroup() {
+	c.runnerMu.Lock()
+	r := c.runner
+	c.runnerMu.Unlock()
+	if r != nil {
+		_ = r.Kill(context.Background())
+	}
+}
+
+// socketPath returns the worker's socket path, or "" if unknown.
+func (c *Client) socketPath() string {
+	rc := c.plugin.ReattachConfig()
+	if rc == nil || rc.Addr == nil {
+		return ""
+	}
+	return rc.Addr.String()
+}

@@ -1,0 +1,84 @@
+package ipc
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// AttemptSpec is everything one attempt needs. The orchestrator sends it as JSON in
+// the Run message; the worker trusts nothing else from its environment
+// except provider credentials. It is defined here, on the wire, because both
+// sides speak it.
+type AttemptSpec struct {
+	InkHome    string `json:"inkHome"`
+	Transcript string `json:"transcript"` // absolute path of the transcript this attempt writes
+	// Create, when set, is the header of a transcript that does not exist
+	// yet. When nil the transcript exists and this attempt continues it.
+	Create *session.Header `json:"create,omitempty"`
+	// ExpectHeader, when continuing, is the header the orchestrator
+	// validated; the worker refuses if the file's header differs once it
+	// holds the lease.
+	ExpectHeader json.RawMessage `json:"expectHeader,omitempty"`
+	// Repair allows repairing a crash tail (torn final line, tool calls
+	// without results) before running.
+	Repair bool `json:"repair,omitempty"`
+	// Answers are results for task calls left without a result in the
+	// transcript, found by the orchestrator in the children's own
+	// transcripts; they are appended before the crash-tail repair.
+	Answers []model.Message `json:"answers,omitempty"`
+
+	AttemptID string        `json:"attemptId"`
+	SessionID string        `json:"sessionId"`
+	Agent     string        `json:"agent,omitempty"` // profile name ("" = none)
+	Label     string        `json:"label"`           // display label, e.g. "main" or "main/2"
+	Binding   model.Binding `json:"binding"`
+	System    string        `json:"system"`
+	Tools     []string      `json:"tools"` // the pool; tools outside it do not exist here
+	Cwd       string        `json:"cwd"`
+	Root      string        `json:"root"` // confinement root of the file tools
+	Prompt    string        `json:"prompt"`
+	Depth     int           `json:"depth"`
+	MaxTokens int           `json:"maxTokens,omitempty"`
+	Thinking  string        `json:"thinking,omitempty"`
+
+	MaxParallel       int           `json:"maxParallel,omitempty"`
+	HeartbeatInterval time.Duration `json:"heartbeatInterval,omitempty"`
+}
+
+// Validate reports the first missing or malformed field of s.
+func (s *AttemptSpec) Validate() error {
+	switch {
+	case !filepath.IsAbs(s.InkHome):
+		return fmt.Errorf("spec: inkHome %q is not absolute", s.InkHome)
+	case !filepath.IsAbs(s.Transcript):
+		return fmt.Errorf("spec: transcript %q is not absolute", s.Transcript)
+	case !filepath.IsAbs(s.Cwd) || !filepath.IsAbs(s.Root):
+		return fmt.Errorf("spec: cwd %q and root %q must be absolute", s.Cwd, s.Root)
+	case s.AttemptID == "" || s.SessionID == "":
+		return fmt.Errorf("spec: attemptId and sessionId are required")
+	case s.Binding.Provider == "" || s.Binding.Model == "":
+		return fmt.Errorf("spec: binding is required")
+	}
+	return nil
+}
+
+// Status values of an attempt outcome.
+const (
+	StatusCompleted   = "completed"
+	StatusAborted     = "aborted"
+	StatusTimeout     = "timeout"
+	StatusCrash       = "crash"
+	StatusInterrupted = "interrupted"
+	// StatusRefused means the attempt never ran: the transcript was busy,
+	// changed since validation, or its history cannot be repaired. The
+	// transcript is left as it was.
+	StatusRefused = "refused"
+)
+
+// HostLost is the reason recorded when the orchestrator disappears.
+const HostLost = "host lost"
