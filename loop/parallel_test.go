@@ -46,7 +46,7 @@ func TestSafeCallsOverlapInWindowAndReturnInOrder(t *testing.T) {
 func TestSlidingWindowRefillsAsEachFinishes(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder()
-	calls := []string{call("read", "long", 400)}
+	calls := []string{call("read", "long", 600)}
 	for i := range 6 {
 		calls = append(calls, call("read", fmt.Sprint("short", i), 40))
 	}
