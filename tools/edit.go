@@ -99,7 +99,7 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	content := string(data)
 	oldText, newText := *a.OldText, *a.NewText
-	switch n := strings.Count(content, oldText); {
+	switch n := countMatches(content, oldText); {
 	case n == 0:
 		hint := "check whitespace and indentation, leave out read's line-number prefixes, or re-read the file"
 		if strings.Contains(content, "\r\n") && !strings.Contains(oldText, "\r\n") && strings.Contains(oldText, "\n") {
@@ -107,7 +107,7 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		}
 		return errorResult("edit: oldText was not found in %s; %s", name, hint)
 	case n > 1:
-		return errorResult("edit: oldText matches %d places in %s; include more surrounding lines so it matches exactly one", n, name)
+		return errorResult("edit: oldText matches %d places in %s; include more surrounding lines so it matches exactly one", max(strings.Count(content, oldText), 2), name)
 	}
 	if t.env.testBeforeWrite != nil {
 		t.env.testBeforeWrite()
@@ -129,6 +129,8 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 func staleRead(tr *readTracker, real, name string, data []byte) string {
 	seen, unchanged := tr.check(real, sha256.Sum256(data))
 	switch {
+	case !seen && looksBinary(data):
+		return fmt.Sprintf("%s is a binary file, which read cannot show and edit and write do not change; use bash if it really must change", name)
 	case !seen:
 		return fmt.Sprintf("%s exists and you have not read it; read it first, then try again", name)
 	case !unchanged:
@@ -154,6 +156,20 @@ func lockWaitError(ctx context.Context, err error) error {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
 	}
 	return err
+}
+
+// countMatches counts the places old occurs in s, overlapping ones
+// included, stopping at 2 since only "none", "one" and "several" matter.
+func countMatches(s, old string) int {
+	n := 0
+	for i := 0; n < 2; n++ {
+		j := strings.Index(s[i:], old)
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return n
 }
 
 // countLines describes the size of a piece of text in lines.

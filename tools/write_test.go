@@ -80,12 +80,14 @@ func TestWriteErrors(t *testing.T) {
 	k := newKit(t)
 	k.write(t, "dir/x", "")
 	k.write(t, "file", "")
+	k.write(t, "bin.dat", "\x00\x01")
 	for _, tc := range []struct {
 		name string
 		args any
 		want string
 	}{
 		{"missing content", map[string]any{"path": "a.txt"}, "content is required"},
+		{"binary file", map[string]any{"path": "bin.dat", "content": "x"}, "bin.dat is a binary file"},
 		{"missing path", map[string]any{"content": "x"}, "path is required"},
 		{"directory", map[string]any{"path": "dir", "content": "x"}, "dir is a directory"},
 		{"parent is a file", map[string]any{"path": "file/sub.txt", "content": "x"}, "file/sub.txt"},
