@@ -55,13 +55,17 @@ type TornTail struct {
 // header are refused with an error saying so (a header whose launch record
 // is invalid wraps ErrInvalidLaunch; a non-regular file wraps ErrNotRegular).
 func Open(path string) (*Transcript, error) {
-	f, _, err := openRegular(path, os.O_RDONLY)
+	f, fi, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
+	// Read what the file held when opened; an append racing with this read
+	// is left for the next Open.
+	data := make([]byte, fi.Size())
+	n, err := io.ReadFull(f, data)
+	data = data[:n]
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read transcript %s: %w", path, err)
 	}
 	return parseTranscript(path, data)
