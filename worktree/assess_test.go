@@ -182,6 +182,9 @@ func TestAssessUnknownKeepsEverything(t *testing.T) {
 		{"reflog expired", func(t *testing.T, root string, rec Record) {
 			git(t, root, "reflog", "expire", "--expire=now", "--all")
 		}, "reflog of ink/w1 is empty"},
+		{"corrupt index", func(t *testing.T, root string, rec Record) {
+			writeFile(t, root, ".git/worktrees/w1/index", "not an index")
+		}, "cannot read the index"},
 		{"worktree moved", func(t *testing.T, root string, rec Record) {
 			git(t, root, "worktree", "unlock", rec.Path)
 			git(t, root, "worktree", "move", rec.Path, rec.Path+"-moved")
@@ -258,4 +261,42 @@ func snapshotTree(t *testing.T, dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+func TestAssessWithCancelledContextIsUnknown(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t)
+	rec := newWorktree(t, root, newInkHome(t), "cx")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if a := Assess(ctx, rec); a.State != Unknown || !strings.Contains(a.Detail, "context canceled") {
+		t.Fatalf("Assess with a cancelled context = %+v, want unknown naming the cancellation", a)
+	}
+	if err := Remove(ctx, rec); err == nil {
+		t.Fatal("Remove with a cancelled context succeeded")
+	}
+	if !exists(rec.Path) || !branchExists(t, root, rec.Branch) {
+		t.Fatal("a cancelled Remove deleted something")
+	}
+}
+
+func TestStateText(t *testing.T) {
+	t.Parallel()
+	var zero State
+	if zero != Unknown {
+		t.Fatal("the zero State must be Unknown")
+	}
+	for _, s := range []State{Clean, WorkPresent, Unknown} {
+		b, _ := s.MarshalText()
+		var back State
+		back.UnmarshalText(b)
+		if back != s {
+			t.Errorf("%v round-trips to %v", s, back)
+		}
+	}
+	var junk State = Clean
+	junk.UnmarshalText([]byte("clean-ish"))
+	if junk != Unknown {
+		t.Error("an unknown state name must read as Unknown")
+	}
 }

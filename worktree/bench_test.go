@@ -1,0 +1,95 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// benchRepo builds a repository of about 5,000 files in 50 directories.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	root := filepath.Join(b.TempDir(), "big")
+	for d := range 50 {
+		for f := range 100 {
+			writeFile(b, root, fmt.Sprintf("pkg%02d/file%03d.go", d, f), fmt.Sprintf("package pkg%02d\n\n// File %d of directory %d.\nvar X%d = %d\n", d, f, d, f, f))
+		}
+	}
+	git(b, root, "init", "-q")
+	git(b, root, "add", ".")
+	git(b, root, "commit", "-q", "-m", "5000 files")
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return real
+}
+
+// BenchmarkWorktree compares ink's full create + assess + remove cycle,
+// and its assessment alone, with the bare git commands they wrap, on one
+// repository of about 5,000 files.
+func BenchmarkWorktree(b *testing.B) {
+	ctx := context.Background()
+	root := benchRepo(b)
+	home := filepath.Join(b.TempDir(), "inkhome")
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plainDir := filepath.Join(b.TempDir(), "plain")
+
+	b.Run("ink-create-assess-remove", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n++
+			rec, err := Create(ctx, repo, home, fmt.Sprintf("bench-%d", n), os.Getpid())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if a := Assess(ctx, rec); a.State != Clean {
+				b.Fatalf("assess: %+v", a)
+			}
+			if err := Remove(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("git-add-remove", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n++
+			path := filepath.Join(plainDir, fmt.Sprint(n))
+			branch := fmt.Sprintf("plain-%d", n)
+			gitBench(b, root, "worktree", "add", "-q", "-b", branch, path, repo.Head)
+			gitBench(b, root, "worktree", "remove", path)
+		}
+	})
+	b.Run("ink-assess", func(b *testing.B) {
+		rec, err := Create(ctx, repo, home, "bench-assess", os.Getpid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if a := Assess(ctx, rec); a.State != Clean {
+				b.Fatalf("assess: %+v", a)
+			}
+		}
+	})
+	b.Run("git-status", func(b *testing.B) {
+		path := filepath.Join(plainDir, "status")
+		gitBench(b, root, "worktree", "add", "-q", "--detach", path, repo.Head)
+		for b.Loop() {
+			gitBench(b, path, "status", "--porcelain")
+		}
+	})
+}
+
+func gitBench(b *testing.B, dir string, args ...string) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
