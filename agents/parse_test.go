@@ -240,6 +240,7 @@ func TestParseFields(t *testing.T) {
 		{name: "disallowed narrows listed tools", fields: "tools: Read, Bash, Grep\ndisallowedTools: [Bash]", tools: []string{"read", "grep"}, notes: []string{"disallowedTools (line 5): the agent gets read, grep"}},
 		{name: "duplicate key", fields: "timeout: 5\ntimeout: 6", wantError: `x.md:5: invalid YAML: mapping key "timeout" already defined at [3:1]`},
 		{name: "aliases refused", fields: "x: &a [1, 2]\ny: *a", wantError: `x.md:5: YAML aliases (*a) are not allowed in a profile; write the value out`},
+		{name: "tools star", fields: `tools: "*"`, tools: nil, notes: []string{`"tools: *" gives the agent its parent's tools`}},
 		{name: "unknown field kept", fields: "memory: project", notes: []string{`field "memory" is not used by ink; ignored`}},
 	}
 	for _, tt := range tests {
@@ -305,4 +306,24 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestParseNameAndDescriptionTypes(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ data, want string }{
+		{"---\nname: [a, b]\ndescription: x\n---\n", `x.md:2: name must be a single word such as code-reviewer; got "[a, b]"`},
+		{"---\nname: a\ndescription:\n  - one\n  - two\n---\n", `x.md:3: description must be text (quote it, or write it as a block scalar: "description: |"); got "- one\n  - two"`},
+		{"---\nname:\ndescription: x\n---\n", `x.md:2: missing required field "name": add a line "name: my-agent" to the frontmatter`},
+		{"---\nname: 2024\ndescription: x\n---\n", ""},
+	}
+	for _, tt := range tests {
+		_, err := Parse("x.md", []byte(tt.data))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("Parse(%q)\n got: %s\nwant: %s", tt.data, got, tt.want)
+		}
+	}
 }

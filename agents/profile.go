@@ -134,12 +134,6 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			return fail(nodeLine(aliases[0]), "YAML aliases (%s) are not allowed in a profile; write the value out", strings.TrimSpace(aliases[0].String()))
 		}
 	}
-	values := map[string]any{}
-	if err := yaml.Unmarshal([]byte(front), &values); err != nil {
-		line, msg := yamlErrorPosition(err)
-		return fail(line, "%s", msg)
-	}
-
 	var nameSeen, descriptionSeen bool
 	var denied []string
 	var deniedLine int
@@ -147,9 +141,10 @@ func Parse(path string, data []byte) (p Profile, err error) {
 	for _, field := range fields {
 		key := field.Key.GetToken().Value
 		line := nodeLine(field.Key)
-		value, present := values[key]
-		if !present {
-			continue // a merge key ("<<"), already folded into values
+		var value any
+		if err := yaml.NodeToValue(field.Value, &value); err != nil {
+			line, msg := yamlErrorPosition(err)
+			return fail(line, "%s", msg)
 		}
 		shown := shownValue(field.Value)
 		switch key {
@@ -157,7 +152,10 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			nameSeen = true
 			name, ok := scalarText(value)
 			name = strings.TrimSpace(name)
-			if !ok || name == "" {
+			if !ok && value != nil {
+				return fail(line, "name must be a single word such as code-reviewer; got %s", shown)
+			}
+			if name == "" {
 				return fail(line, "%s", reasonMissingName)
 			}
 			if why := badName(name); why != "" {
@@ -168,7 +166,10 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			descriptionSeen = true
 			text, ok := scalarText(value)
 			text = strings.TrimSpace(text)
-			if !ok || text == "" {
+			if !ok && value != nil {
+				return fail(line, "description must be text (quote it, or write it as a block scalar: \"description: |\"); got %s", shown)
+			}
+			if text == "" {
 				return fail(line, "%s", reasonMissingDescription)
 			}
 			p.Description = text
@@ -179,6 +180,10 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			}
 			if names == nil {
 				p.Notes = append(p.Notes, `"tools" is empty; the agent gets its parent's tools (remove the line, or list the tools it needs)`)
+				continue
+			}
+			if len(names) == 1 && names[0] == "*" {
+				p.Notes = append(p.Notes, `"tools: *" gives the agent its parent's tools`)
 				continue
 			}
 			p.Tools = []string{}
