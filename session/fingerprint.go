@@ -10,7 +10,7 @@ import (
 )
 
 // dateLine matches the "- Date: YYYY-MM-DD" line of a system prompt.
-var dateLine = regexp.MustCompile(`(?m)^([ \t]*- Date: )[0-9]{4}-[0-9]{2}-[0-9]{2}([ \t]*)$`)
+var dateLine = regexp.MustCompile(`(?m)^([ \t]*- Date: )[0-9]{4}-[0-9]{2}-[0-9]{2}([ \t]*\r?)$`)
 
 // SystemFingerprint returns the hex sha256 of a system prompt in which every
 // "- Date: YYYY-MM-DD" line has its date replaced by "YYYY-MM-DD", so a

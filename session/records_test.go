@@ -210,6 +210,10 @@ func TestSystemFingerprint(t *testing.T) {
 	same := []string{
 		"You are ink.\n# Environment\n- Date: 2027-01-02\n- Cwd: /p\n",
 	}
+	crlf := "a\r\n- Date: 2026-11-30\r\nb"
+	if SystemFingerprint(crlf) != SystemFingerprint("a\r\n- Date: 1999-01-01\r\nb") {
+		t.Error("a date-only change with CRLF line ends altered the fingerprint")
+	}
 	different := []string{
 		"You are ink.\n# Environment\n- Date: 2026-11-30\n- Cwd: /q\n",
 		"You are ink!\n# Environment\n- Date: 2026-11-30\n- Cwd: /p\n",

@@ -47,6 +47,8 @@ func TestRepairTailByteExact(t *testing.T) {
 		{"header only without newline", nil, h[:len(h)-1], RepairTerminated, h},
 		{"header only", nil, h, RepairNone, h},
 		{"clean file", prefix, full, RepairNone, lines(prefix, full)},
+		{"zero-filled tail after power loss", prefix, make([]byte, 4096), RepairTruncated, prefix},
+		{"torn line after zeros", prefix, append(make([]byte, 100), full[:30]...), RepairTruncated, prefix},
 		{"long torn line", prefix, bytes.Repeat([]byte("{"), 200<<10), RepairTruncated, prefix},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
