@@ -239,3 +239,55 @@ func TestPrune(t *testing.T) {
 		t.Error("work was lost")
 	}
 }
+
+func TestSettle(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(t *testing.T, rec Record)
+		want   string
+		text   string
+	}{
+		{"untouched", func(t *testing.T, rec Record) {}, DispositionRemoved, "no changes: worktree "},
+		{"work", func(t *testing.T, rec Record) { writeFile(t, rec.Path, "n.txt", "n") }, DispositionKeptWork, "changes kept in worktree "},
+		{"unknown", func(t *testing.T, rec Record) { os.Remove(filepath.Join(rec.Path, ".git")) }, DispositionKeptUnknown, "worktree kept for safety: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := newRepo(t)
+			rec := newWorktree(t, root, newInkHome(t), "s")
+			tc.mutate(t, rec)
+			out := Settle(context.Background(), rec)
+			if out.Disposition != tc.want || !strings.HasPrefix(out.Text, tc.text) {
+				t.Fatalf("Settle = %+v, want %s", out, tc.want)
+			}
+			if removed := !exists(rec.Path) && !branchExists(t, root, rec.Branch); removed != (tc.want == DispositionRemoved) {
+				t.Fatalf("removed = %v for disposition %s", removed, out.Disposition)
+			}
+		})
+	}
+}
+
+func TestForgedRecordIsNotTrusted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	rec := newWorktree(t, root, home, "f")
+	victim := t.TempDir()
+	writeFile(t, victim, "precious.txt", "keep me")
+	if err := os.WriteFile(recordPath(rec.Path), []byte(`{"repoRoot":"`+root+`","baseline":"`+rec.Baseline+`","path":"`+victim+`","branch":"ink/f","creationReflog":"x","cwd":"`+victim+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	info := findInfo(t, home, "f")
+	if !info.RecordMissing || info.Record.Path != rec.Path || info.Assessment.State != Unknown {
+		t.Fatalf("Info = %+v, want the forged record ignored", info)
+	}
+	if err := RemoveForce(ctx, info, false); !errors.Is(err, ErrInUse) && !errors.Is(err, ErrUnmergedWork) {
+		t.Fatalf("RemoveForce = %v, want a refusal", err)
+	}
+	if !exists(filepath.Join(victim, "precious.txt")) || !exists(rec.Path) {
+		t.Fatal("something was deleted")
+	}
+}

@@ -22,6 +22,8 @@ type GitError struct {
 	Err      error
 }
 
+var _ error = (*GitError)(nil)
+
 // Error says which git command failed where, and what git printed.
 func (e *GitError) Error() string {
 	msg := strings.TrimSpace(e.Stderr)

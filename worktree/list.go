@@ -142,6 +142,11 @@ func describeWorktree(ctx context.Context, path string, regs map[string][]regist
 		rec = recordFromGit(ctx, path)
 		info.Problem = "no ink record for this worktree"
 	}
+	if !info.RecordMissing && !samePath(rec.Path, path) {
+		info.Problem = fmt.Sprintf("the record names %s, not its own directory", rec.Path)
+		info.RecordMissing = true
+		rec = recordFromGit(ctx, path)
+	}
 	info.Record = rec
 	if info.RecordMissing {
 		info.Assessment = unknown("no ink record for %s, so its baseline is unknown", path)

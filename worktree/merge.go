@@ -14,6 +14,9 @@ type MergeRefusedError struct {
 	Files []string
 }
 
+var _ error = (*MergeRefusedError)(nil)
+
+// Error says why the merge was refused and lists the files, one per line.
 func (e *MergeRefusedError) Error() string {
 	if len(e.Files) == 0 {
 		return "merge refused: " + e.Why

@@ -18,9 +18,12 @@ type NotCleanError struct {
 	Assessment Assessment
 }
 
+// Error says the worktree was kept and why.
 func (e *NotCleanError) Error() string {
 	return fmt.Sprintf("worktree kept: it is %s (%s)", e.Assessment.State, e.Assessment.Detail)
 }
+
+var _ error = (*NotCleanError)(nil)
 
 // Unwrap makes errors.Is(err, ErrNotClean) hold.
 func (e *NotCleanError) Unwrap() error { return ErrNotClean }

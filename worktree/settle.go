@@ -1,0 +1,52 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+)
+
+// Dispositions of a worktree after an attempt, as recorded in a TaskRecord.
+const (
+	DispositionRemoved       = "removed"
+	DispositionKeptWork      = "kept-work"
+	DispositionKeptUnknown   = "kept-unknown"
+	DispositionRemovalFailed = "removal-failed"
+)
+
+// Outcome is what Settle did with a worktree after an attempt.
+type Outcome struct {
+	// Disposition is one of the Disposition constants.
+	Disposition string `json:"disposition"`
+	// Text is the result line for the user (Describe or
+	// DescribeRemoveError).
+	Text string `json:"text"`
+	// Assessment is the assessment the decision rested on.
+	Assessment Assessment `json:"assessment"`
+}
+
+// Settle is the orchestrator's one call after an attempt ends: it assesses
+// the worktree and removes it only when Clean (Remove re-assesses under the
+// repository lock); work-present and unknown worktrees are kept untouched.
+func Settle(ctx context.Context, rec Record) Outcome {
+	a := Assess(ctx, rec)
+	switch a.State {
+	case WorkPresent:
+		return Outcome{Disposition: DispositionKeptWork, Text: Describe(a, rec), Assessment: a}
+	case Clean:
+		if err := Remove(ctx, rec); err != nil {
+			var nc *NotCleanError
+			if errors.As(err, &nc) {
+				a = nc.Assessment
+				d := DispositionKeptUnknown
+				if a.State == WorkPresent {
+					d = DispositionKeptWork
+				}
+				return Outcome{Disposition: d, Text: Describe(a, rec), Assessment: a}
+			}
+			return Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
+		}
+		return Outcome{Disposition: DispositionRemoved, Text: Describe(a, rec), Assessment: a}
+	default:
+		return Outcome{Disposition: DispositionKeptUnknown, Text: Describe(a, rec), Assessment: a}
+	}
+}
