@@ -106,9 +106,6 @@ func (w *profileWatcher) run(ctx context.Context) {
 			if !w.relevant(ev) {
 				continue
 			}
-			if w.isTrustFile(ev.Name) {
-				w.reloadTrust()
-			}
 			timer.Reset(reloadDebounce)
 		case err, ok := <-w.fs.Errors:
 			if !ok {
@@ -124,9 +121,14 @@ func (w *profileWatcher) run(ctx context.Context) {
 	}
 }
 
-// reload brings the watches up to date, then reloads every profile.
+// reload brings the watches up to date, then reloads the trust list (when
+// one is in use: INK_HOME may have been created together with trust.json
+// before its watch was added) and every profile.
 func (w *profileWatcher) reload() {
 	w.syncWatches()
+	if w.opts.Trust != nil && w.opts.InkHome != "" {
+		w.reloadTrust()
+	}
 	out := load(w.opts, w.lastGood)
 	w.lastGood = out.good
 	w.reg.current.Store(out.set)
@@ -228,7 +230,7 @@ func (w *profileWatcher) isTrustFile(name string) bool {
 	return err == nil && filepath.Clean(name) == filepath.Join(home, trustFileName)
 }
 
-// reloadTrust re-reads the trust list after trust.json changed.
+// reloadTrust re-reads the trust list; on failure the previous one stays.
 func (w *profileWatcher) reloadTrust() {
 	t, err := LoadTrust(w.opts.InkHome)
 	if err != nil {

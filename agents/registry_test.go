@@ -200,9 +200,7 @@ func TestWatchReloadsWhenTheProjectBecomesTrusted(t *testing.T) {
 	t.Parallel()
 	l := newLayout(t)
 	writeFile(t, filepath.Join(l.project, ".ink", "agents", "p.md"), profileText("p", "project agent"))
-	if err := os.MkdirAll(l.inkHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	// INK_HOME does not exist yet: `ink trust` creates it and trust.json at once.
 	reg, warns := startWatch(t, l.options(t, false))
 	if _, ok := reg.Current().Get("p"); ok {
 		t.Fatalf("an untrusted project loaded")
