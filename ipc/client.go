@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type Client struct {
 
 	runnerMu sync.Mutex
 	runner   *processRunner
+	// pluginDir is the worker's own socket directory made by go-plugin;
+	// go-plugin removes it on Kill except when the process never started.
+	pluginDir string
 
 	killOnce sync.Once
 }
@@ -104,13 +108,14 @@ func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		// environment it needs; that is appended to the caller's allowlist.
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 			workerCmd.Env = append(append([]string{}, workerCmd.Env...), spec.Env...)
+			c.runnerMu.Lock()
+			defer c.runnerMu.Unlock()
+			c.pluginDir = socketDirFromEnv(spec.Env)
 			r, err := newProcessRunner(workerCmd)
 			if err != nil {
 				return nil, err
 			}
-			c.runnerMu.Lock()
 			c.runner = r
-			c.runnerMu.Unlock()
 			return r, nil
 		},
 		SkipHostEnv:      true,
@@ -192,7 +197,7 @@ func (c *Client) explainStartFailure(err error, timeout time.Duration) error {
 	c.runnerMu.Lock()
 	r := c.runner
 	c.runnerMu.Unlock()
-	if r == nil {
+	if r == nil || r.Pid() == 0 {
 		return err
 	}
 	var b strings.Builder
@@ -268,6 +273,12 @@ func (c *Client) Kill() {
 	c.killOnce.Do(func() {
 		c.plugin.Kill()
 		c.killProcessGroup()
+		c.runnerMu.Lock()
+		pluginDir := c.pluginDir
+		c.runnerMu.Unlock()
+		if pluginDir != "" && filepath.Dir(pluginDir) == c.socket.dir {
+			_ = os.RemoveAll(pluginDir)
+		}
 		if c.socket.fallback {
 			_ = os.RemoveAll(c.socket.dir)
 		}
@@ -287,6 +298,18 @@ func (c *Client) killProcessGroup() {
 	if r != nil {
 		_ = r.Kill(context.Background())
 	}
+}
+
+// socketDirFromEnv returns the value of PLUGIN_UNIX_SOCKET_DIR in env, or "".
+func socketDirFromEnv(env []string) string {
+	prefix := plugin.EnvUnixSocketDir + "="
+	dir := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, prefix) {
+			dir = strings.TrimPrefix(kv, prefix)
+		}
+	}
+	return dir
 }
 
 // socketPath returns the worker's socket path, or "" if unknown.

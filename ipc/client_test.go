@@ -473,6 +473,10 @@ func TestStartFailures(t *testing.T) {
 			want: []string{`/bin/echo printed "hello" instead of the ink worker handshake`, "reinstall ink"},
 		},
 		{
+			name: "binary missing", cmd: func() *exec.Cmd { return exec.Command("/nonexistent/ink", "worker") },
+			want: []string{"/nonexistent/ink", "no such file or directory"},
+		},
+		{
 			name: "worker crashes before the handshake", role: "crash-early",
 			want: []string{"exited (exit status 3) before completing the ink worker handshake",
 				"its stderr ended with:\n\tpanic: worker could not open its transcript"},

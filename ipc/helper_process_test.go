@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 	case "mute":
 		writePidFile()
 		time.Sleep(time.Minute)
+	case "exit":
+		// The floor for spawn benchmarks: start and exit at once.
 	case "crash-early":
 		fmt.Fprintln(os.Stderr, "panic: worker could not open its transcript")
 		os.Exit(3)

@@ -1,0 +1,75 @@
+package ipc
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/inkdev/ink/ipc/pb"
+)
+
+// BenchmarkBareForkExec is the floor for BenchmarkStartReady: starting the
+// same binary and waiting for it to exit, without any handshake.
+func BenchmarkBareForkExec(b *testing.B) {
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = []string{roleEnv + "=exit"}
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStartReady measures spawn-to-ready (handshake and Info) plus
+// Kill of one worker.
+func BenchmarkStartReady(b *testing.B) {
+	run := b.TempDir()
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = []string{roleEnv + "=worker", "PATH=" + os.Getenv("PATH")}
+		c, err := Start(context.Background(), ClientConfig{Cmd: cmd, SocketDir: run})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Kill()
+	}
+}
+
+// BenchmarkAttemptRoundTrip measures one attempt stream on a running
+// worker: Run, an event, a task request and its answer, another event and
+// the outcome.
+func BenchmarkAttemptRoundTrip(b *testing.B) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{roleEnv + "=worker", "PATH=" + os.Getenv("PATH")}
+	c, err := Start(context.Background(), ClientConfig{Cmd: cmd, SocketDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Kill()
+	answer := &pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{CorrelationId: "c1", Content: "ok"}}}
+	for b.Loop() {
+		stream, err := c.Attempt(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := stream.Send(runMsg("roundtrip\n{}")); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if msg.GetTask() != nil {
+				if err := stream.Send(answer); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if msg.GetOutcome() != nil {
+				break
+			}
+		}
+		_ = stream.CloseSend()
+	}
+}
