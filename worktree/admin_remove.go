@@ -123,6 +123,7 @@ func dropWorktree(ctx context.Context, rec Record, tip string, force bool) error
 	if err := os.Remove(recordPath(rec.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove worktree record: %w", err)
 	}
+	removeEmptySlugDir(rec.Path)
 	return nil
 }
 
@@ -194,6 +195,7 @@ func pruneOrphanRecord(ctx context.Context, inkHome string, rec Record) (bool, e
 	if err := os.Remove(recordPath(rec.Path)); err != nil {
 		return false, err
 	}
+	removeEmptySlugDir(rec.Path)
 	return true, nil
 }
 

@@ -45,6 +45,9 @@ func TestUntouchedWorktreeIsCleanAndRemoved(t *testing.T) {
 	if exists(recordPath(rec.Path)) {
 		t.Error("record file still exists")
 	}
+	if exists(filepath.Dir(rec.Path)) {
+		t.Error("the empty repository directory under INK_HOME/worktrees was left behind")
+	}
 	if got := git(t, root, "rev-parse", "HEAD"); got != mainHead {
 		t.Errorf("main HEAD moved to %s", got)
 	}

@@ -69,9 +69,6 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	slugDir := filepath.Join(worktreesDir(home), RepoSlug(repo.Root))
-	if err := os.MkdirAll(slugDir, 0o700); err != nil {
-		return Record{}, fmt.Errorf("create worktree: %w", err)
-	}
 	path := filepath.Join(slugDir, childID)
 	branch := BranchPrefix + childID
 
@@ -80,6 +77,9 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	defer lk.unlock()
+	if err := os.MkdirAll(slugDir, 0o700); err != nil {
+		return Record{}, fmt.Errorf("create worktree: %w", err)
+	}
 
 	if _, err := run(ctx, repo.Root, "worktree", "prune"); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
@@ -147,6 +147,14 @@ func rollback(ctx context.Context, root, path, branch, baseline string) {
 	_ = os.Remove(recordPath(path))
 	_, _ = run(ctx, root, "update-ref", "-d", "refs/heads/"+branch, baseline)
 	_, _ = run(ctx, root, "worktree", "prune")
+	removeEmptySlugDir(path)
+}
+
+// removeEmptySlugDir deletes the repository's directory under
+// $INK_HOME/worktrees once its last worktree is gone. Callers hold the
+// repository lock, so no Create can be about to use it.
+func removeEmptySlugDir(worktreePath string) {
+	_ = os.Remove(filepath.Dir(filepath.Clean(worktreePath)))
 }
 
 // lockReason is the reason Create and the orchestrator put on a worktree.

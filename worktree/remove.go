@@ -61,6 +61,7 @@ func removeLocked(ctx context.Context, rec Record) error {
 	if err := os.Remove(recordPath(rec.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove worktree record: %w", err)
 	}
+	removeEmptySlugDir(rec.Path)
 	return nil
 }
 
