@@ -126,8 +126,13 @@ func (w *profileWatcher) run(ctx context.Context) {
 // before its watch was added) and every profile.
 func (w *profileWatcher) reload() {
 	w.syncWatches()
+	var messages []string
 	if w.opts.Trust != nil && w.opts.InkHome != "" {
-		w.reloadTrust()
+		if t, err := LoadTrust(w.opts.InkHome); err != nil {
+			messages = append(messages, err.Error()+"; keeping the previous trust list")
+		} else {
+			w.opts.Trust = t
+		}
 	}
 	out := load(w.opts, w.lastGood)
 	w.lastGood = out.good
@@ -138,24 +143,26 @@ func (w *profileWatcher) reload() {
 	for _, p := range out.kept {
 		kept[p] = true
 	}
-	warnings := map[string]bool{}
 	for _, p := range out.set.problems {
-		msg := "agent file " + p.Error() + "; skipped"
 		if kept[p] {
-			msg = "agent file " + p.Error() + "; keeping the previous version"
-		}
-		warnings[msg] = true
-		if !w.warned[msg] {
-			w.onWarn(msg)
+			messages = append(messages, "agent file "+p.Error()+"; keeping the previous version")
+		} else {
+			messages = append(messages, "agent file "+p.Error()+"; skipped")
 		}
 	}
 	if msg := out.set.UntrustedMessage(); msg != "" {
-		warnings[msg] = true
+		messages = append(messages, msg)
+	}
+	// Warn once per message while it holds; a problem fixed and broken
+	// again is warned about again.
+	warned := map[string]bool{}
+	for _, msg := range messages {
 		if !w.warned[msg] {
 			w.onWarn(msg)
 		}
+		warned[msg] = true
 	}
-	w.warned = warnings
+	w.warned = warned
 }
 
 // targets are the profile directories being watched for.
@@ -228,20 +235,6 @@ func (w *profileWatcher) isTrustFile(name string) bool {
 	}
 	home, err := filepath.Abs(w.opts.InkHome)
 	return err == nil && filepath.Clean(name) == filepath.Join(home, trustFileName)
-}
-
-// reloadTrust re-reads the trust list; on failure the previous one stays.
-func (w *profileWatcher) reloadTrust() {
-	t, err := LoadTrust(w.opts.InkHome)
-	if err != nil {
-		msg := err.Error() + "; keeping the previous trust list"
-		if !w.warned[msg] {
-			w.warned[msg] = true
-			w.onWarn(msg)
-		}
-		return
-	}
-	w.opts.Trust = t
 }
 
 func isDir(path string) bool {

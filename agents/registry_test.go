@@ -218,6 +218,21 @@ func TestWatchReloadsWhenTheProjectBecomesTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "trusting the project loads its agents", func() bool { return description(reg, "p") == "project agent" })
+
+	// A corrupt trust.json is warned about and the last good list stays.
+	trustPath := filepath.Join(l.inkHome, "trust.json")
+	writeFile(t, trustPath, "{broken")
+	eventually(t, "the corrupt trust list is warned about", func() bool {
+		for _, m := range warns.all() {
+			if strings.Contains(m, trustPath+" is not valid JSON") && strings.HasSuffix(m, "; keeping the previous trust list") {
+				return true
+			}
+		}
+		return false
+	})
+	if description(reg, "p") != "project agent" {
+		t.Errorf("a corrupt trust.json unloaded the trusted project's agents")
+	}
 }
 
 func TestWatchStopsWithItsContext(t *testing.T) {

@@ -305,3 +305,33 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check of a missing dir = %v", got)
 	}
 }
+
+func TestLoadReportsUnreadableFilesAndDirectories(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	dir := filepath.Join(l.inkHome, "agents")
+	writeFile(t, filepath.Join(dir, "ok.md"), profileText("ok", "fine"))
+	if err := os.Symlink(filepath.Join(dir, "gone.txt"), filepath.Join(dir, "dangling.md")); err != nil {
+		t.Fatal(err)
+	}
+	// ~/.claude/agents is a file, not a directory.
+	writeFile(t, filepath.Join(l.home, ".claude", "agents"), "oops")
+
+	set := Load(LoadOptions{Home: l.home, InkHome: l.inkHome})
+	if got := strings.Join(set.Names(), ","); got != "ok" {
+		t.Errorf("names %s, want ok", got)
+	}
+	want := []string{
+		filepath.Join(dir, "dangling.md") + ": cannot read the file: no such file or directory",
+		filepath.Join(l.home, ".claude", "agents") + ": cannot read the agents directory: not a directory",
+	}
+	got := set.Problems()
+	if len(got) != len(want) {
+		t.Fatalf("problems %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].Error() != want[i] || got[i].Line != 0 {
+			t.Errorf("problem %d\n got: %s\nwant: %s", i, got[i], want[i])
+		}
+	}
+}
