@@ -303,3 +303,18 @@ func TestStateText(t *testing.T) {
 		t.Error("an unknown state name must read as Unknown")
 	}
 }
+
+func TestRemoveNeverTouchesAForeignBranch(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t)
+	rec := newWorktree(t, root, newInkHome(t), "own")
+	git(t, root, "branch", "feature")
+	foreign := rec
+	foreign.Branch = "feature"
+	if err := Remove(context.Background(), foreign); err == nil || !strings.Contains(err.Error(), "ink did not create it") {
+		t.Fatalf("Remove = %v, want a refusal", err)
+	}
+	if !branchExists(t, root, "feature") || !exists(rec.Path) || !branchExists(t, root, "ink/own") {
+		t.Fatal("something was deleted")
+	}
+}

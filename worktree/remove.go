@@ -43,6 +43,9 @@ func Remove(ctx context.Context, rec Record) error {
 }
 
 func removeLocked(ctx context.Context, rec Record) error {
+	if !inkOwned(rec) {
+		return fmt.Errorf("remove worktree: branch %s is not ink/%s, so ink did not create it; nothing was removed", rec.Branch, rec.ChildID())
+	}
 	if a := Assess(ctx, rec); a.State != Clean {
 		return &NotCleanError{Assessment: a}
 	}
@@ -68,11 +71,17 @@ func removeLocked(ctx context.Context, rec Record) error {
 // deleteInkBranch deletes rec.Branch only if it is ink/<childId> of the
 // record and still points at expect (compare-and-delete, atomic in git).
 func deleteInkBranch(ctx context.Context, rec Record, expect string) error {
-	if rec.Branch != BranchPrefix+rec.ChildID() || !strings.HasPrefix(rec.Branch, BranchPrefix) {
+	if !inkOwned(rec) {
 		return fmt.Errorf("branch %s was not created by ink for this worktree; it was left alone", rec.Branch)
 	}
 	if _, err := run(ctx, rec.RepoRoot, "update-ref", "-d", "refs/heads/"+rec.Branch, expect); err != nil {
 		return fmt.Errorf("branch %s was kept (it no longer points at %s): %w", rec.Branch, short(expect), err)
 	}
 	return nil
+}
+
+// inkOwned reports whether rec's branch is the ink/<childId> branch ink
+// creates for a worktree at rec.Path.
+func inkOwned(rec Record) bool {
+	return strings.HasPrefix(rec.Branch, BranchPrefix) && rec.Branch == BranchPrefix+rec.ChildID()
 }
