@@ -223,6 +223,31 @@ func TestLargeMessagesBothWays(t *testing.T) {
 	}
 }
 
+func TestWorkerCrashMidAttempt(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, _ := startWorker(t, filepath.Join(t.TempDir(), "run"), logger)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := c.Attempt(ctx)
+	if err != nil {
+		t.Fatalf("Attempt: %v", err)
+	}
+	if err := stream.Send(runMsg("panic\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err == nil || err == io.EOF {
+		t.Fatalf("Recv after the worker crashed = %v, want a transport error", err)
+	}
+	if !eventually(2*time.Second, c.Exited) {
+		t.Fatal("Exited() still false 2 s after the worker crashed")
+	}
+	if !eventually(2*time.Second, func() bool { return strings.Contains(logs.String(), "panic: transcript torn at line 12") }) {
+		t.Errorf("the worker's panic is not in the host log:\n%s", logs.String())
+	}
+}
+
 func TestSocketDirectoryIsPrivate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

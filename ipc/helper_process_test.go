@@ -140,6 +140,8 @@ func (echoHandler) Attempt(stream pb.Worker_AttemptServer) error {
 		return spawn(stream, string(payload))
 	case "hold":
 		return hold(stream, string(payload))
+	case "panic":
+		panic("transcript torn at line 12")
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
 	}
