@@ -241,6 +241,11 @@ func TestParseFields(t *testing.T) {
 		{name: "duplicate key", fields: "timeout: 5\ntimeout: 6", wantError: `x.md:5: invalid YAML: mapping key "timeout" already defined at [3:1]`},
 		{name: "aliases refused", fields: "x: &a [1, 2]\ny: *a", wantError: `x.md:5: YAML aliases (*a) are not allowed in a profile; write the value out`},
 		{name: "tools star", fields: `tools: "*"`, tools: nil, notes: []string{`"tools: *" gives the agent its parent's tools`}},
+		{name: "disallowed pattern withholds the whole tool", fields: "disallowedTools: Bash(rm:*), WebFetch, Task", tools: []string{"read", "grep", "find", "ls", "edit", "write"}, notes: []string{
+			`disallowedTools "Bash(rm:*)": ink cannot withhold only part of bash, so the agent gets no bash`,
+			"disallowedTools (line 4): the agent gets read, grep, find, ls, edit, write"}},
+		{name: "disallowed task from a listed pool", fields: "tools: read, task\ndisallowedTools: Task", tools: []string{"read"}, notes: []string{"disallowedTools (line 5): the agent gets read"}},
+		{name: "disallowed of nothing ink has changes nothing", fields: "disallowedTools: WebSearch", tools: nil},
 		{name: "unknown field kept", fields: "memory: project", notes: []string{`field "memory" is not used by ink; ignored`}},
 	}
 	for _, tt := range tests {

@@ -203,10 +203,14 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			if !ok {
 				return fail(line, "disallowedTools must be a comma-separated list or a YAML list of tool names; got %s", shown)
 			}
-			deniedLine = line
 			for _, written := range names {
-				if name, _ := inkToolName(written); name != "" {
+				name, note := deniedToolName(written)
+				if note != "" {
+					p.Notes = append(p.Notes, note)
+				}
+				if name != "" {
 					denied = appendUnique(denied, name)
+					deniedLine = line
 				}
 			}
 		case "model":

@@ -47,3 +47,21 @@ func inkToolName(written string) (name, note string) {
 	}
 	return "", fmt.Sprintf("tool %q dropped: ink has no such tool (ink's tools: %s)", written, strings.Join(InkTools, ", "))
 }
+
+// deniedToolName maps a name in Claude Code's disallowedTools to the ink
+// tool to withhold. Denying errs on the safe side: a pattern such as
+// "Bash(rm:*)" withholds the whole tool (ink cannot deny part of it), with a
+// note; names ink lacks need no denying and return "".
+func deniedToolName(written string) (name, note string) {
+	if written == "Task" || written == "Agent" {
+		return "task", ""
+	}
+	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
+		if name, _ := inkToolName(written[:open]); name != "" {
+			return name, fmt.Sprintf("disallowedTools %q: ink cannot withhold only part of %s, so the agent gets no %s", written, name, name)
+		}
+		return "", ""
+	}
+	name, _ = inkToolName(written)
+	return name, ""
+}
