@@ -44,7 +44,7 @@ func advertise(s *Set, limits advertiseLimits) string {
 	if len(all) == 0 {
 		if untrusted != "" {
 			fmt.Fprintf(&b, "No agents are loaded: %s. Until then the task tool runs children without a profile; do not write agent files to work around this.\n", untrusted)
-			return b.String()
+			return capBlock(b.String(), limits.total)
 		}
 		fmt.Fprintf(&b, "No agents are defined, so the task tool runs children without a profile. A user defines one in %s/NAME.md: a line ---, then \"name: NAME\" and \"description: when to use it\", a line ---, then the agent's instructions.\n", s.displayInkAgentsDir())
 		return b.String()
@@ -73,7 +73,17 @@ func advertise(s *Set, limits advertiseLimits) string {
 		b.WriteString(omittedLine(omitted))
 	}
 	b.WriteString(footer.String())
-	return b.String()
+	return capBlock(b.String(), limits.total)
+}
+
+// capBlock cuts a block that is still too long (only a note on untrusted
+// agents with extremely long paths can make it so) to max bytes, ending in
+// "…" and a newline.
+func capBlock(block string, max int) string {
+	if len(block) <= max {
+		return block
+	}
+	return truncateUTF8(strings.TrimSuffix(block, "\n"), max-1) + "\n"
 }
 
 func omittedLine(n int) string {

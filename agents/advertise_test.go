@@ -161,3 +161,58 @@ func TestAdvertiseWithNoAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestAdvertiseRealTotalCap reaches the 12 KiB cap with the real limits:
+// sixteen agents with the longest names and descriptions, plus the note on
+// untrusted agents of a project with a very long path.
+func TestAdvertiseRealTotalCap(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	project := l.project
+	for i := 0; i < 8; i++ {
+		project = filepath.Join(project, strings.Repeat(string(rune('a'+i)), 200))
+	}
+	writeFile(t, filepath.Join(project, ".ink", "agents", "p.md"), profileText("p", "x"))
+	writeFile(t, filepath.Join(project, ".claude", "agents", "q.md"), profileText("q", "x"))
+	for i := 1; i <= 16; i++ {
+		name := fmt.Sprintf("%02d-%s", i, strings.Repeat("n", 61)) // 64 bytes
+		writeFile(t, filepath.Join(l.inkHome, "agents", fmt.Sprintf("a%02d.md", i)), profileText(name, strings.Repeat("d ", 400)))
+	}
+	set := Load(LoadOptions{Home: l.home, InkHome: l.inkHome, ProjectRoot: project})
+	if len(set.All()) != 16 || set.UntrustedMessage() == "" {
+		t.Fatalf("setup: %d agents, untrusted %q", len(set.All()), set.UntrustedMessage())
+	}
+	block := Advertise(set)
+	if len(block) > AdvertiseMaxBytes {
+		t.Errorf("block is %d bytes, over %d", len(block), AdvertiseMaxBytes)
+	}
+	shown := len(agentLines(block))
+	if shown >= 16 || shown == 0 {
+		t.Fatalf("%d agents shown; the total cap should leave some out", shown)
+	}
+	if !strings.Contains(block, fmt.Sprintf("(%d more agents omitted; see `ink agents ls`)\n", 16-shown)) ||
+		!strings.HasSuffix(block, "Not loaded: "+set.UntrustedMessage()+".\n") {
+		t.Errorf("omission line or untrusted note missing:\n%s", block[len(block)-400:])
+	}
+}
+
+func TestAdvertiseNeverExceedsTheCap(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	project := l.project
+	for i := 0; i < 15; i++ {
+		project = filepath.Join(project, strings.Repeat(string(rune('a'+i)), 250))
+	}
+	writeFile(t, filepath.Join(project, ".ink", "agents", "p.md"), profileText("p", "x"))
+	writeFile(t, filepath.Join(project, ".claude", "agents", "q.md"), profileText("q", "x"))
+	writeFile(t, filepath.Join(l.inkHome, "agents", "a.md"), profileText("a", "x"))
+	for _, opts := range []LoadOptions{
+		{Home: l.home, InkHome: l.inkHome, ProjectRoot: project},
+		{Home: l.home, ProjectRoot: project},
+	} {
+		block := Advertise(Load(opts))
+		if len(block) > AdvertiseMaxBytes || !strings.HasSuffix(block, "…\n") || !utf8.ValidString(block) {
+			t.Errorf("block of %d bytes (cap %d) ends %q", len(block), AdvertiseMaxBytes, block[len(block)-20:])
+		}
+	}
+}
