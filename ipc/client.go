@@ -202,7 +202,8 @@ func (c *Client) explainStartFailure(err error, timeout time.Duration) error {
 	}
 	var b strings.Builder
 	msg := err.Error()
-	if strings.Contains(msg, "timeout while waiting for plugin to start") {
+	timedOut := strings.Contains(msg, "timeout while waiting for plugin to start")
+	if timedOut {
 		fmt.Fprintf(&b, "%s did not complete the ink worker handshake within %v (timeout while waiting for plugin to start)", r.Name(), timeout)
 	} else if printed := unrecognizedLine(msg); printed != "" {
 		// go-plugin kills the worker right away, so how it exited says nothing.
@@ -217,7 +218,11 @@ func (c *Client) explainStartFailure(err error, timeout time.Duration) error {
 	if tail := r.stderrTail(); tail != "" {
 		b.WriteString("; its stderr ended with:\n\t" + strings.ReplaceAll(tail, "\n", "\n\t"))
 	}
-	b.WriteString("\n" + r.Diagnose(context.Background()))
+	if timedOut {
+		b.WriteString("\nThe machine may be overloaded; retry, or check the worker log under $INK_HOME/logs.")
+	} else {
+		b.WriteString("\n" + r.Diagnose(context.Background()))
+	}
 	return errors.New(b.String())
 }
 

@@ -544,6 +544,7 @@ func TestStartFailures(t *testing.T) {
 				c.Kill()
 				t.Fatal("Start succeeded")
 			}
+			t.Logf("Start error:\n%v", err)
 			for _, want := range tt.want {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("Start error = %q, want it to contain %q", err, want)

@@ -66,7 +66,7 @@ func newProcessRunner(cmd *exec.Cmd) (*processRunner, error) {
 // Start starts the worker process.
 func (r *processRunner) Start(_ context.Context) error {
 	if err := r.cmd.Start(); err != nil {
-		return fmt.Errorf("start worker %s: %w", r.cmd.Path, err)
+		return err // names the command: "fork/exec /path/to/ink: no such file or directory"
 	}
 	r.mu.Lock()
 	r.pid = r.cmd.Process.Pid
