@@ -5,7 +5,8 @@
 // It parses profiles (Parse), including Claude Code files as they are;
 // resolves a profile's model against its parent's binding (ResolveModel);
 // loads the four profile directories in order, later ones winning on a name
-// clash (Load); keeps the list of trusted project roots in
+// clash (Load), and finds one by name with an error that says what to do
+// when it is missing (Set.Lookup); keeps the list of trusted project roots in
 // $INK_HOME/trust.json (LoadTrust); renders the block that advertises agents
 // in the main agent's system prompt (Advertise); lints a directory (Check);
 // and reloads profiles when their directories change (Watch).
