@@ -110,7 +110,7 @@ func recvMsg(t *testing.T, stream pb.Worker_AttemptClient) *pb.WorkerMsg {
 
 func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 	t.Parallel()
-	c, _ := startWorker(t, filepath.Join(t.TempDir(), "run"), nil, "INK_IPC_TEST_ALLOWED=yes")
+	c, w := startWorker(t, filepath.Join(t.TempDir(), "run"), nil, "INK_IPC_TEST_ALLOWED=yes")
 
 	info := c.Info()
 	if info.GetProtocolVersion() != ProtocolVersion {
@@ -195,6 +195,10 @@ func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("worker %d still alive after Kill", pid)
+	}
+	logText, _ := os.ReadFile(w.logPath)
+	if !strings.Contains(string(logText), `msg="plugin address"`) || !strings.Contains(string(logText), "logger=plugin") {
+		t.Errorf("go-plugin's own log lines are not in the worker's log:\n%s", logText)
 	}
 }
 
