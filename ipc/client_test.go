@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/inkdev/ink/ipc/pb"
 )
 
@@ -252,6 +255,27 @@ func TestWorkerCrashMidAttempt(t *testing.T) {
 	}
 }
 
+func TestOversizedMessageIsRefused(t *testing.T) {
+	t.Parallel()
+	c, _ := startWorker(t, filepath.Join(t.TempDir(), "run"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := c.Attempt(ctx)
+	if err != nil {
+		t.Fatalf("Attempt: %v", err)
+	}
+	err = stream.Send(runMsg("big\n" + strings.Repeat("x", MaxMessageSize)))
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("sending more than %d bytes: err = %v, want ResourceExhausted", MaxMessageSize, err)
+	}
+	if _, err := c.worker.Info(ctx, &pb.InfoRequest{}); err != nil {
+		t.Errorf("the worker is unusable after a refused message: %v", err)
+	}
+}
+
 func TestSocketDirectoryIsPrivate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -398,19 +422,16 @@ func TestKillLeavesNoProcess(t *testing.T) {
 	}
 }
 
-func TestWorkerNoticesHostDeath(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "marker")
-	workerLog := filepath.Join(dir, "worker.log")
+// startHost runs the test binary as a host that starts a worker, and
+// returns the host command and the worker's pid. Both are killed in Cleanup.
+func startHost(t *testing.T, dir string, env ...string) (*exec.Cmd, int) {
+	t.Helper()
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = []string{
+	host.Env = append([]string{
 		roleEnv + "=host",
-		logEnv + "=" + workerLog,
-		markerEnv + "=" + marker,
 		socketDirEnv + "=" + filepath.Join(dir, "run"),
 		"PATH=" + os.Getenv("PATH"),
-	}
+	}, env...)
 	var hostErr syncBuffer
 	host.Stderr = &hostErr
 	out, err := host.StdoutPipe()
@@ -431,6 +452,15 @@ func TestWorkerNoticesHostDeath(t *testing.T) {
 		t.Fatalf("host printed %q, want a pid", line)
 	}
 	t.Cleanup(func() { killGroup(workerPid); _ = syscall.Kill(workerPid, syscall.SIGKILL) })
+	return host, workerPid
+}
+
+func TestWorkerNoticesHostDeath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	workerLog := filepath.Join(dir, "worker.log")
+	host, workerPid := startHost(t, dir, logEnv+"="+workerLog, markerEnv+"="+marker)
 
 	readMarker := func() string { data, _ := os.ReadFile(marker); return string(data) }
 	if !eventually(5*time.Second, func() bool { return strings.Contains(readMarker(), "started") }) {
@@ -454,6 +484,26 @@ func TestWorkerNoticesHostDeath(t *testing.T) {
 		if !strings.Contains(string(logText), want) {
 			t.Errorf("worker log lacks %q", want)
 		}
+	}
+}
+
+func TestIdleWorkerExitsWhenHostDies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	workerLog := filepath.Join(dir, "worker.log")
+	host, workerPid := startHost(t, dir, logEnv+"="+workerLog, hostModeEnv+"=idle")
+	if !alive(workerPid) {
+		t.Fatalf("setup: worker %d is not running", workerPid)
+	}
+	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(2*time.Second, func() bool { return !alive(workerPid) }) {
+		t.Fatalf("worker %d without an attempt still running 2 s after its host died", workerPid)
+	}
+	logText, _ := os.ReadFile(workerLog)
+	if !strings.Contains(string(logText), "ink host gone") {
+		t.Errorf("worker log does not say why it exited:\n%s", logText)
 	}
 }
 

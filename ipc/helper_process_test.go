@@ -28,6 +28,7 @@ const (
 	connectTimeoutEnv = "INK_IPC_TEST_CONNECT_TIMEOUT"
 	socketDirEnv      = "INK_IPC_TEST_SOCKETDIR"
 	markerEnv         = "INK_IPC_TEST_MARKER"
+	hostModeEnv       = "INK_IPC_TEST_HOST_MODE"
 	// hostOnlyEnv is set in the test process only; a worker must not see it.
 	hostOnlyEnv = "INK_IPC_TEST_HOST_ONLY"
 )
@@ -226,8 +227,9 @@ func hold(stream pb.Worker_AttemptServer, marker string) error {
 	return stream.Context().Err()
 }
 
-// runHost starts a worker, opens an attempt in "hold" mode, prints the
-// worker's pid and then waits to be killed.
+// runHost starts a worker, opens an attempt in "hold" mode (unless
+// hostModeEnv is "idle"), prints the worker's pid and then waits to be
+// killed.
 func runHost() {
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, "-test.run=^$")
@@ -241,6 +243,10 @@ func runHost() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		os.Exit(1)
+	}
+	if os.Getenv(hostModeEnv) == "idle" {
+		fmt.Println(c.Pid())
+		select {}
 	}
 	stream, err := c.Attempt(ctx)
 	if err != nil {
