@@ -15,7 +15,9 @@ import (
 	"github.com/inkdev/ink/ipc/pb"
 )
 
-// Handler runs attempts on the worker side. ipc answers Info itself.
+// Handler runs attempts on the worker side. ipc answers Info itself. Each
+// Attempt stream is served on its own goroutine; should the host open
+// several streams, their calls run concurrently.
 type Handler interface {
 	// Attempt runs one attempt over stream: it receives Run first, then
 	// Cancel or TaskAnswer messages, and sends events and task requests and
