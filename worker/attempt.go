@@ -1,0 +1,448 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/loop"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/tools"
+)
+
+// errHostLost is the cancellation cause when the orchestrator disappears;
+// interrupted tool calls are recorded as "interrupted: the supervisor was lost".
+var errHostLost = errors.New("the supervisor was lost")
+
+// outcome is how an attempt ended.
+type outcome struct {
+	Status string
+	Reason string
+	Text   string
+	Turns  int
+	Usage  model.Usage
+	Epoch  int64
+}
+
+// stopReason is the first reason an attempt was asked to stop; later ones
+// are ignored so the outcome says what really happened.
+type stopReason struct {
+	once   sync.Once
+	status string
+	reason string
+}
+
+func (s *stopReason) set(status, reason string) {
+	s.once.Do(func() { s.status, s.reason = status, reason })
+}
+
+// attempt runs one attempt of one agent on one stream.
+type attempt struct {
+	spec   ipc.AttemptSpec
+	stream pb.Worker_AttemptServer
+	log    *slog.Logger
+
+	sendMu sync.Mutex
+	seq    atomic.Uint64
+
+	cancel context.CancelCauseFunc
+	stop   stopReason
+
+	pendingMu sync.Mutex
+	pending   map[string]chan *pb.TaskAnswer
+	nextCorr  atomic.Uint64
+}
+
+// send writes one message to the host; after the host is gone it fails
+// quietly, since the receiver goroutine has already stopped the attempt.
+func (a *attempt) send(m *pb.WorkerMsg) {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	if err := a.stream.Send(m); err != nil {
+		a.log.Debug("Send to host failed", "err", err)
+	}
+}
+
+// event streams one numbered event with a JSON body.
+func (a *attempt) event(typ string, body any) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		a.log.Error("Event encode failed", "type", typ, "err", err)
+		return
+	}
+	a.send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: a.seq.Add(1), Type: typ, Data: data}}})
+}
+
+// receive reads host messages until the stream ends: cancels stop the
+// attempt with the host's status, answers complete task calls, and a broken
+// stream means the host is lost.
+func (a *attempt) receive(ctx context.Context) {
+	for {
+		m, err := a.stream.Recv()
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("Host stream broke", "err", err)
+			}
+			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.cancel(errHostLost)
+			return
+		}
+		switch {
+		case m.GetCancel() != nil:
+			c := m.GetCancel()
+			status := c.GetStatus()
+			if status != ipc.StatusTimeout {
+				status = ipc.StatusAborted
+			}
+			reason := c.GetReason()
+			if reason == "" {
+				reason = "cancelled by the supervisor"
+			}
+			a.stop.set(status, reason)
+			a.cancel(errors.New(reason))
+		case m.GetAnswer() != nil:
+			ans := m.GetAnswer()
+			a.pendingMu.Lock()
+			ch := a.pending[ans.GetCorrelationId()]
+			delete(a.pending, ans.GetCorrelationId())
+			a.pendingMu.Unlock()
+			if ch != nil {
+				ch <- ans
+			}
+		}
+	}
+}
+
+// RunTask implements tools.TaskRunner: it forwards a task call to the host
+// and waits for the answer.
+func (a *attempt) RunTask(ctx context.Context, callID string, args json.RawMessage) tools.Result {
+	corr := fmt.Sprintf("%s-%d", a.spec.AttemptID, a.nextCorr.Add(1))
+	ch := make(chan *pb.TaskAnswer, 1)
+	a.pendingMu.Lock()
+	a.pending[corr] = ch
+	a.pendingMu.Unlock()
+	a.send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Task{Task: &pb.TaskRequest{CorrelationId: corr, ToolCallId: callID, Args: args}}})
+	select {
+	case ans := <-ch:
+		return tools.Result{Content: ans.GetContent(), IsError: ans.GetIsError(), Record: ans.GetRecord()}
+	case <-ctx.Done():
+		a.pendingMu.Lock()
+		delete(a.pending, corr)
+		a.pendingMu.Unlock()
+		return tools.Result{Content: "interrupted: " + context.Cause(ctx).Error(), IsError: true}
+	}
+}
+
+var _ tools.TaskRunner = (*attempt)(nil)
+
+// run executes the attempt and returns its outcome. Every message is on disk
+// before its event is sent; the attempt's start and end are recorded in the
+// transcript unless the attempt was refused or fenced.
+func (a *attempt) run(hostCtx context.Context) outcome {
+	sp := a.spec
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a.cancel = cancel
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-hostCtx.Done():
+			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			cancel(errHostLost)
+		case <-ctx.Done():
+		}
+	}()
+	go a.receive(ctx)
+	go watchParent(ctx, func() {
+		a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+		cancel(errHostLost)
+	})
+
+	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
+		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
+	}
+	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
+	if err != nil {
+		if errors.Is(err, lease.ErrBusy) {
+			return outcome{Status: ipc.StatusRefused, Reason: err.Error()}
+		}
+		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+	}
+	defer func() {
+		if err := l.Release(); err != nil {
+			a.log.Error("Lease release failed", "err", err)
+		}
+	}()
+	l.StartHeartbeat(sp.HeartbeatInterval)
+	epoch := l.Epoch()
+	go func() {
+		select {
+		case <-l.Fenced():
+			a.stop.set(ipc.StatusCrash, l.FenceErr().Error())
+			cancel(l.FenceErr())
+		case <-ctx.Done():
+		}
+	}()
+
+	w, history, refused := a.openTranscript(l)
+	if refused != nil {
+		refused.Epoch = epoch
+		return *refused
+	}
+	defer w.Close()
+
+	if err := w.AppendAttempt(session.AttemptEntry{Phase: "start", AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}); err != nil {
+		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch}
+	}
+	prompt := model.UserText(sp.Prompt)
+	if _, err := w.AppendMessage(prompt); err != nil {
+		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
+	}
+	a.event("message", messageEvent{Message: prompt})
+	history = append(history, prompt)
+
+	pool, err := a.toolPool()
+	if err != nil {
+		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+	}
+	provider, err := providers.Open(sp.Binding, os.Getenv)
+	if err != nil {
+		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+	}
+
+	res, runErr := loop.Run(ctx, loop.Options{
+		Provider: provider,
+		Request: model.Request{
+			System: sp.System, Model: sp.Binding.Model, MaxTokens: sp.MaxTokens,
+			Thinking: sp.Thinking, Agent: sp.Agent, Depth: sp.Depth,
+		},
+		Tools:       pool,
+		History:     history,
+		MaxParallel: sp.MaxParallel,
+		OnMessage: func(m model.Message) error {
+			if err := l.Check(); err != nil {
+				return err
+			}
+			if _, err := w.AppendMessage(m); err != nil {
+				return fmt.Errorf("transcript write: %w", err)
+			}
+			l.Progress()
+			a.event("message", messageEvent{Message: m})
+			return nil
+		},
+		OnEvent: a.loopEvent(l),
+	})
+	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted}
+	if runErr != nil {
+		switch {
+		case ctx.Err() != nil && a.stop.status != "":
+			out.Status, out.Reason = a.stop.status, a.stop.reason
+		case errors.Is(runErr, context.Canceled):
+			out.Status, out.Reason = ipc.StatusAborted, runErr.Error()
+		default:
+			out.Status, out.Reason = ipc.StatusCrash, runErr.Error()
+		}
+	}
+	if l.Check() != nil {
+		// Another holder owns the transcript now: write nothing more.
+		out.Status, out.Reason = ipc.StatusCrash, l.Check().Error()
+		return out
+	}
+	return a.end(w, l, out)
+}
+
+// end records the attempt's end entry and returns out.
+func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
+	if l.Check() != nil {
+		return out
+	}
+	u := out.Usage
+	err := w.AppendAttempt(session.AttemptEntry{
+		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
+		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
+		FinalTextLen: len(out.Text), FinalText: out.Text,
+	})
+	if err != nil {
+		a.log.Error("Attempt end entry not written", "err", err)
+		if out.Status == ipc.StatusCompleted {
+			out.Status, out.Reason = ipc.StatusCrash, fmt.Sprintf("transcript write: %v", err)
+		}
+	}
+	return out
+}
+
+// openTranscript creates or continues the transcript under the lease and
+// returns the writer and the history to seed the loop with. A non-nil
+// outcome means the attempt is refused and nothing was written.
+func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Message, *outcome) {
+	sp := a.spec
+	refuse := func(format string, args ...any) (*session.Writer, []model.Message, *outcome) {
+		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
+	}
+	if sp.Create != nil {
+		w, err := session.Create(sp.Transcript, *sp.Create)
+		if err != nil {
+			return refuse("create transcript: %v", err)
+		}
+		return w, nil, nil
+	}
+	tr, err := session.Open(sp.Transcript)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if len(sp.ExpectHeader) > 0 {
+		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
+			return refuse("the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
+		}
+	}
+	// Decide everything before changing a byte: a refusal leaves the file
+	// byte-identical.
+	msgs := tr.Messages
+	answers := danglingAnswers(msgs, sp.Answers)
+	scan := session.ScanPairs(append(append([]model.Message(nil), msgs...), answers...))
+	if scan.State == session.Refused {
+		return refuse("the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
+	}
+	if (tr.Torn != nil || scan.State == session.Repairable) && !sp.Repair {
+		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
+	}
+	if tr.Torn != nil {
+		if _, err := session.RepairTail(sp.Transcript); err != nil {
+			return refuse("repair %s: %v", sp.Transcript, err)
+		}
+	}
+	w, err := session.OpenWriter(sp.Transcript)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	repairs := answers
+	if scan.State == session.Repairable {
+		repairs = append(repairs, session.UnknownOutcomeResults(scan.Missing)...)
+	}
+	for _, m := range repairs {
+		if _, err := w.AppendMessage(m); err != nil {
+			w.Close()
+			return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
+		}
+		msgs = append(msgs, m)
+	}
+	if len(repairs) > 0 {
+		a.event("warning", warningEvent{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
+	}
+	return w, msgs, nil
+}
+
+// danglingAnswers keeps the answers whose tool call is in msgs without a
+// result yet, in call order.
+func danglingAnswers(msgs []model.Message, answers []model.Message) []model.Message {
+	if len(answers) == 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs {
+		for _, r := range m.Results {
+			answered[r.ToolCallID] = true
+		}
+	}
+	byID := map[string]model.Message{}
+	for _, ans := range answers {
+		if len(ans.Results) == 1 {
+			byID[ans.Results[0].ToolCallID] = ans
+		}
+	}
+	var out []model.Message
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if ans, ok := byID[c.ID]; ok && !answered[c.ID] {
+				out = append(out, ans)
+				answered[c.ID] = true
+			}
+		}
+	}
+	return out
+}
+
+// headerChanged compares the transcript's header with the validated one.
+func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
+	var w session.Header
+	if err := json.Unmarshal(want, &w); err != nil {
+		return true, err
+	}
+	a, err := json.Marshal(h)
+	if err != nil {
+		return true, err
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return true, err
+	}
+	return !bytes.Equal(a, b), nil
+}
+
+// toolPool builds the tools of the launch pool; a tool outside it does not
+// exist in this worker.
+func (a *attempt) toolPool() ([]tools.Tool, error) {
+	sp := a.spec
+	all, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd, LockDir: filepath.Join(sp.InkHome, "locks")})
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	all = append(all, tools.NewTask(a))
+	pool, err := tools.Select(all, sp.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("tool pool: %w", err)
+	}
+	return pool, nil
+}
+
+// loopEvent turns loop progress into host events and lease progress.
+func (a *attempt) loopEvent(l *lease.Lease) func(loop.Event) {
+	return func(e loop.Event) {
+		switch e.Type {
+		case "turn.start":
+			l.Progress()
+			a.event("turn.start", map[string]any{"turn": e.Turn})
+		case "delta":
+			if e.Delta != nil && e.Delta.Type == "retry" {
+				a.event("warning", warningEvent{Text: e.Delta.Text})
+			}
+		case "tool.start":
+			if e.Call != nil {
+				a.event("tool.start", toolEvent{ID: e.Call.ID, Name: e.Call.Name, Args: e.Call.Args})
+			}
+		case "tool.end":
+			l.Progress()
+			if e.Call != nil && e.Result != nil {
+				a.event("tool.end", toolEvent{ID: e.Call.ID, Name: e.Call.Name, IsError: e.Result.IsError, DurationMs: e.Duration.Milliseconds()})
+			}
+		}
+	}
+}
+
+type messageEvent struct {
+	Message model.Message `json:"message"`
+}
+
+type warningEvent struct {
+	Text string `json:"text"`
+}
+
+type toolEvent struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+	DurationMs int64           `json:"durationMs,omitempty"`
+}
