@@ -1,0 +1,154 @@
+package orchestrator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/inkdev/ink/model"
+)
+
+// maxResultBytes caps a task result's text; the tail is kept.
+const maxResultBytes = 50 * 1024
+
+// truncateTail keeps the last max bytes of s without splitting a UTF-8
+// sequence and reports how many bytes were dropped.
+func truncateTail(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	cut := len(s) - max
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return s[cut:], cut
+}
+
+// compact renders a token count the way the trailer shows it: 950, 12k, 1.4k, 2.1M.
+func compact(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 10_000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + "k"
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", (n+500)/1000)
+	default:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1_000_000), ".0") + "M"
+	}
+}
+
+// usageTrailer is "(child: N turns, 12k in / 1.4k out[ / 9.8k cache])".
+func usageTrailer(turns int, u model.Usage) string {
+	ge := ""
+	if u.Incomplete {
+		ge = "≥"
+	}
+	s := fmt.Sprintf("(child: %d turns, %s%s in / %s%s out", turns, ge, compact(u.Input), ge, compact(u.Output))
+	if c := u.CacheRead + u.CacheWrite; c > 0 {
+		s += fmt.Sprintf(" / %s cache", compact(c))
+	}
+	return s + ")"
+}
+
+// firstRunes returns the first n code points of s, with "…" when cut.
+func firstRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// resultInput is everything a task result is composed from.
+type resultInput struct {
+	Status        string
+	Reason        string
+	Text          string // this attempt's final text only
+	Turns         int
+	Usage         model.Usage
+	Timeout       string // human timeout, for timeout results
+	ChildID       string
+	Transcript    string // path when the transcript exists, else ""
+	Prompt        string // the task's prompt, for the handoff
+	WorktreeLines []string
+	ExtraLines    []string // repair notes, lifetime line, …
+}
+
+// composeResult renders a task result per DESIGN.md §4 and reports whether
+// it is an error for the calling model.
+func composeResult(in resultInput) (string, bool) {
+	var b strings.Builder
+	hasText := strings.TrimSpace(in.Text) != ""
+	isError := false
+	switch in.Status {
+	case "completed":
+		if hasText {
+			writeText(&b, in.Text)
+		} else {
+			b.WriteString("(subagent completed with no output)")
+		}
+	case "crash":
+		if hasText {
+			writeText(&b, in.Text)
+			fmt.Fprintf(&b, "\n\n[task] child failed after %d turns: %s; partial result above.", in.Turns, in.Reason)
+		} else {
+			isError = true
+			fmt.Fprintf(&b, "task failed after %d turns: %s.", in.Turns, in.Reason)
+		}
+	case "timeout":
+		isError = true
+		fmt.Fprintf(&b, "task timed out after %s (%d turns ran).", in.Timeout, in.Turns)
+	case "interrupted":
+		isError = true
+		fmt.Fprintf(&b, "task interrupted after %d turns: %s.", in.Turns, in.Reason)
+	default: // aborted
+		isError = true
+		fmt.Fprintf(&b, "task aborted before completion (%d turns ran): %s.", in.Turns, in.Reason)
+	}
+	for _, l := range in.WorktreeLines {
+		b.WriteString("\n")
+		b.WriteString(l)
+	}
+	for _, l := range in.ExtraLines {
+		b.WriteString("\n")
+		b.WriteString(l)
+	}
+	b.WriteString("\n")
+	b.WriteString(usageTrailer(in.Turns, in.Usage))
+	if in.Transcript != "" {
+		fmt.Fprintf(&b, "\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})", in.ChildID, in.ChildID)
+	}
+	if isError || in.Status == "crash" {
+		b.WriteString("\n")
+		if in.Transcript != "" {
+			fmt.Fprintf(&b, "work is preserved in the full transcript:\n  %s\n", in.Transcript)
+		} else {
+			b.WriteString("(transcript not persisted — work was not saved)\n")
+		}
+		fmt.Fprintf(&b, "the child's task was: %q\n", firstRunes(in.Prompt, 200))
+		b.WriteString("Continue it with the resume id above, or start a new task with a narrower prompt.")
+	}
+	return b.String(), isError
+}
+
+func writeText(b *strings.Builder, text string) {
+	kept, dropped := truncateTail(text, maxResultBytes)
+	if dropped > 0 {
+		fmt.Fprintf(b, "[task] result truncated to its last 50KB (dropped %d bytes). Ask the child to write long output to a file and report its path instead.\n", dropped)
+	}
+	b.WriteString(kept)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,374 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
+)
+
+// Problem is one reason a resume is refused (DESIGN.md §5 step 2).
+type Problem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// resumeRefusal renders every problem and ends with the required sentence.
+func resumeRefusal(childID string, problems []Problem) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cannot resume child %q:", childID)
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n- %s: %s", p.Code, p.Message)
+	}
+	b.WriteString("\nStart a new task instead.")
+	return b.String()
+}
+
+// resume continues a settled child of parent in its own transcript.
+func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID string, args TaskArgs) taskAnswer {
+	childID := *args.Resume
+	refuse := func(problems ...Problem) taskAnswer {
+		ans := o.reject(parent, callID, args, resumeRefusal(childID, problems))
+		return ans
+	}
+	info, err := session.FindChild(parent.transcript, parent.sessionID, childID)
+	if err != nil {
+		var le *session.LookupError
+		if errors.As(err, &le) {
+			return refuse(Problem{Code: le.Code, Message: le.Message})
+		}
+		return refuse(Problem{Code: "malformed", Message: err.Error()})
+	}
+	plan, problems := o.validateResume(ctx, parent, info.Path)
+	if len(problems) > 0 {
+		return refuse(problems...)
+	}
+	hdr, _ := json.Marshal(plan.header)
+	spec := ipc.AttemptSpec{
+		InkHome: o.cfg.InkHome, Transcript: info.Path, ExpectHeader: hdr, Repair: true,
+		AttemptID: session.NewID(), SessionID: childID, Agent: plan.child.agent, Label: plan.child.label,
+		Binding: plan.child.binding, System: plan.child.system, Tools: plan.child.tools,
+		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
+		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
+	}
+	return o.runChild(ctx, parent, plan.child, callID, args, spec, o.timeoutFor(args, plan.profile), plan.worktree, true)
+}
+
+// resumePlan is a validated resume: the child as it will run again.
+type resumePlan struct {
+	header   session.Header
+	child    *agentRun
+	profile  *agents.Profile
+	worktree *worktree.Record
+	thinking string
+}
+
+// validateResume rebuilds the child's launch from today's state and
+// compares it with its launch record, collecting every difference.
+func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, path string) (resumePlan, []Problem) {
+	var problems []Problem
+	add := func(code, format string, a ...any) {
+		problems = append(problems, Problem{Code: code, Message: fmt.Sprintf(format, a...)})
+	}
+	tr, err := session.Open(path)
+	if err != nil {
+		return resumePlan{}, []Problem{{Code: "malformed", Message: err.Error()}}
+	}
+	h := tr.Header
+	launch := h.Launch
+	if launch == nil {
+		return resumePlan{}, []Problem{{Code: "missing-launch", Message: fmt.Sprintf("%s has no launch record", path)}}
+	}
+	plan := resumePlan{header: h}
+
+	// Is it running? A held lease means another worker is writing it.
+	if st, err := lease.Probe(path); err == nil && st.State != lease.Free {
+		who := ""
+		if st.Meta != nil {
+			who = fmt.Sprintf(" by pid %d", st.Meta.Pid)
+		}
+		add("still-running", "the child is still running%s; wait for it to finish (see `ink leases ls`)", who)
+	}
+	if len(tr.Messages) == 0 {
+		add("empty-transcript", "the transcript holds no messages; nothing to continue")
+	}
+	if _, ended := tr.LastAttemptEnd(); !ended && !o.parentRecorded(parent, h.ID) {
+		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
+	}
+	if launch.InkVersion != InkVersion {
+		add("version-drift", "launched by ink %s, this is ink %s", launch.InkVersion, InkVersion)
+	}
+
+	// Agent.
+	var prof *agents.Profile
+	if launch.Agent != nil {
+		p, err := o.profile(launch.Agent.Name)
+		switch {
+		case err != nil:
+			add("agent-missing", "agent %q is no longer defined (was %s)", launch.Agent.Name, launch.Agent.Source)
+		case p.RoleSHA256 != launch.Agent.RoleSHA256:
+			add("agent-drift", "agent %q changed since launch (%s)", launch.Agent.Name, p.Source)
+			prof = &p
+		default:
+			prof = &p
+		}
+	}
+	plan.profile = prof
+	if prof != nil {
+		plan.thinking = prof.Thinking
+	}
+
+	// Model.
+	binding := parent.binding
+	if prof != nil {
+		if b, err := agents.ResolveModel(*prof, parent.binding); err == nil {
+			binding = providers.Resolve(b, os.Getenv)
+		}
+	}
+	if binding != launch.Binding {
+		add("model-drift", "launched on %s%s, would now run on %s%s", launch.Binding.String(), atURL(launch.Binding), binding.String(), atURL(binding))
+	}
+
+	// Tools.
+	pool, err := o.childTools(parent, prof)
+	if err != nil {
+		add("tools-drift", "%v", err)
+	} else if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
+		add("tools-drift", "launched with tools [%s], would now get [%s]", strings.Join(launch.Tools, ", "), strings.Join(got, ", "))
+	}
+
+	// Cwd and worktree.
+	cwd, root := parent.cwd, parent.root
+	notice := ""
+	if launch.Worktree != nil {
+		w := launch.Worktree
+		rec := worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: launch.Cwd}
+		for _, p := range worktree.Validate(ctx, rec) {
+			add(p.Code, "%s", p.Message)
+		}
+		plan.worktree = &rec
+		cwd, root = launch.Cwd, w.Path
+		notice = fmt.Sprintf("You work in your own git worktree at %s, on branch %s, created from the parent's HEAD (%s). "+
+			"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
+			"Commit your work on your branch before you finish; the user will review and merge it.", w.Path, w.Branch, short(w.Baseline), parent.cwd)
+	} else if cwd != launch.Cwd {
+		add("cwd-drift", "launched in %s, the parent now works in %s", launch.Cwd, cwd)
+	}
+	if fi, err := os.Stat(launch.Cwd); err != nil {
+		add("cwd-missing", "the child's directory %s is gone", launch.Cwd)
+	} else if !fi.IsDir() {
+		add("cwd-not-directory", "the child's directory %s is no longer a directory", launch.Cwd)
+	}
+
+	// System prompt (date line normalised) and prompt files.
+	body := ""
+	if prof != nil {
+		body = prof.Body
+	}
+	system := childSystem(parent.system, body, notice)
+	if session.SystemFingerprint(system) != launch.System.SHA256 {
+		add("system-drift", "the assembled system prompt changed since launch (ink, its instructions or the parent's prompt differ)")
+	}
+	for _, f := range launch.System.Files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil || sha256Hex(data) != f.SHA256 {
+			add("prompt-files-drift", "%s changed or is gone since launch", f.Path)
+		}
+	}
+	agentName := ""
+	if launch.Agent != nil {
+		agentName = launch.Agent.Name
+	}
+	tools := pool
+	if tools == nil {
+		tools = launch.Tools
+	}
+	plan.child = &agentRun{
+		label: parent.nextChildLabel(), sessionID: h.ID, transcript: path, depth: launch.Depth,
+		binding: launch.Binding, system: system, tools: tools, cwd: cwd, root: root, agent: agentName,
+	}
+	return plan, problems
+}
+
+func atURL(b model.Binding) string {
+	if b.BaseURL == "" {
+		return ""
+	}
+	return " at " + b.BaseURL
+}
+
+// parentRecorded reports whether the parent's transcript holds a TaskRecord
+// with launched=true for childID.
+func (o *Orchestrator) parentRecorded(parent *agentRun, childID string) bool {
+	tr, err := session.Open(parent.transcript)
+	if err != nil {
+		return false
+	}
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) == 0 {
+			continue
+		}
+		rec, err := session.ParseTaskRecord(m.TaskRecord)
+		if err == nil && rec.ChildID == childID && rec.Launched {
+			return true
+		}
+	}
+	return false
+}
+
+// lifetimeLine sums every attempt recorded in a child's transcript.
+func (o *Orchestrator) lifetimeLine(path string) []string {
+	tr, err := session.Open(path)
+	if err != nil {
+		return nil
+	}
+	var total model.Usage
+	attempts, ended := 0, 0
+	for _, a := range tr.Attempts() {
+		switch a.Phase {
+		case "start":
+			attempts++
+		case "end":
+			ended++
+			if a.Usage == nil {
+				total.Incomplete = true
+			} else {
+				total = total.Add(*a.Usage)
+			}
+		}
+	}
+	if ended < attempts {
+		total.Incomplete = true
+	}
+	ge := ""
+	if total.Incomplete {
+		ge = "≥"
+	}
+	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", attempts, ge, compact(total.Input), ge, compact(total.Output))}
+}
+
+// childAnswers answers the task calls of a main transcript left without a
+// result because its writer died: from the child's own transcript when the
+// child's last attempt ended, else with the outcome-unknown text naming the
+// child so the model can resume it. Calls whose child cannot be found are
+// left to the worker's generic repair.
+func childAnswers(tr *session.Transcript) []model.Message {
+	answered := map[string]bool{}
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			answered[r.ToolCallID] = true
+		}
+	}
+	children, _ := session.ListChildren(tr.Path)
+	// Children already accounted for by a TaskRecord.
+	used := map[string]bool{}
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) > 0 {
+			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil && rec.ChildID != "" {
+				used[rec.ChildID] = true
+			}
+		}
+	}
+	var out []model.Message
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name != "task" || answered[c.ID] {
+				continue
+			}
+			args, err := ParseTaskArgs(c.Args)
+			if err != nil {
+				continue
+			}
+			var child *session.ChildSummary
+			for i := range children {
+				ch := &children[i]
+				if used[ch.ID] && (args.Resume == nil || *args.Resume != ch.ID) {
+					continue
+				}
+				if args.Resume != nil && *args.Resume == ch.ID {
+					child = ch
+					break
+				}
+				if args.Resume == nil && firstPrompt(ch.Path) == args.Prompt {
+					child = ch
+					break
+				}
+			}
+			if child == nil {
+				continue
+			}
+			used[child.ID] = true
+			out = append(out, answerFromChild(tr, c, args, child.Path))
+		}
+	}
+	return out
+}
+
+// firstPrompt is the text of a transcript's first user message.
+func firstPrompt(path string) string {
+	tr, err := session.Open(path)
+	if err != nil {
+		return ""
+	}
+	for _, m := range tr.Messages {
+		if m.Role == model.RoleUser {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// answerFromChild composes the result of a dangling task call from the
+// child's transcript.
+func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string) model.Message {
+	ctr, err := session.Open(childPath)
+	result := func(content string, isErr bool, rec *session.TaskRecord) model.Message {
+		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}
+		if rec != nil {
+			m.TaskRecord, _ = json.Marshal(rec)
+		}
+		return m
+	}
+	if err != nil {
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
+	}
+	end, ended := ctr.LastAttemptEnd()
+	id := ctr.Header.ID
+	if !ended || end.Status == "" {
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil)
+	}
+	u := usageOf(end.Usage)
+	content, isErr := composeResult(resultInput{
+		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
+		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
+	})
+	content = "[task] recovered from the child's own transcript after the supervisor was lost.\n" + content
+	rec := session.TaskRecord{
+		Version: 1, AttemptID: end.AttemptID, TaskToolCallID: call.ID, ParentSessionID: parent.Header.ID, ChildID: id,
+		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,
+		TextPresent: strings.TrimSpace(end.FinalText) != "", Usage: &u, Cwd: ctr.Header.Cwd,
+		Transcript: &session.TranscriptRef{Present: true, Path: childPath},
+	}
+	if l := ctr.Header.Launch; l != nil {
+		b := l.Binding
+		rec.Binding = &b
+		rec.Tools = l.Tools
+		if l.Agent != nil {
+			rec.Agent = l.Agent.Name
+		}
+	}
+	return result(content, isErr, &rec)
+}
+
+func sortStrings(s []string) []string { sort.Strings(s); return s }

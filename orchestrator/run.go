@@ -1,0 +1,154 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// MainTools are the tools of a main agent, in the order shown to a model.
+var MainTools = []string{"read", "grep", "find", "ls", "edit", "write", "bash", "task"}
+
+// RunOptions are the inputs of `ink run`.
+type RunOptions struct {
+	Prompt string
+	// SessionID continues an existing main session of this cwd.
+	SessionID string
+}
+
+// RunResult is how `ink run` ended.
+type RunResult struct {
+	Status     string // completed | aborted | timeout | crash | interrupted | refused
+	Reason     string
+	Text       string // the main agent's final text of this attempt
+	SessionID  string
+	Transcript string
+	Turns      int
+	Usage      model.Usage            // main agent
+	PerAgent   map[string]model.Usage // every agent by label, main included
+}
+
+// usageBook sums usage per agent label for run.end.
+type usageBook struct {
+	mu sync.Mutex
+	m  map[string]model.Usage
+}
+
+func (u *usageBook) add(label string, v model.Usage) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]model.Usage{}
+	}
+	u.m[label] = u.m[label].Add(v)
+}
+
+func (u *usageBook) snapshot() map[string]model.Usage {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string]model.Usage, len(u.m))
+	for k, v := range u.m {
+		out[k] = v
+	}
+	return out
+}
+
+// mainTools is the main agent's pool for the configured depth.
+func (o *Orchestrator) mainTools() []string {
+	if o.cfg.MaxDepth >= 1 {
+		return MainTools
+	}
+	return MainTools[:len(MainTools)-1]
+}
+
+func (o *Orchestrator) profileSet() *agents.Set {
+	if o.cfg.Profiles == nil {
+		return nil
+	}
+	return o.cfg.Profiles.Current()
+}
+
+// Run runs the main agent (depth 0) as a worker and supervises its children
+// until it finishes. ctx cancellation cancels every agent (Ctrl-C once);
+// KillAll kills them (twice).
+func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, error) {
+	tools := o.mainTools()
+	system := mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet())
+	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
+	spec := ipc.AttemptSpec{
+		InkHome: o.cfg.InkHome, AttemptID: session.NewID(), Label: "main",
+		Binding: o.cfg.Binding, System: system, Tools: tools, Cwd: o.cfg.Cwd, Root: o.cfg.Cwd,
+		Prompt: opts.Prompt, HeartbeatInterval: o.cfg.HeartbeatInterval,
+	}
+	if opts.SessionID != "" {
+		path, err := o.findMain(opts.SessionID)
+		if err != nil {
+			return RunResult{}, err
+		}
+		tr, err := session.Open(path)
+		if err != nil {
+			return RunResult{}, fmt.Errorf("continue session %s: %w", opts.SessionID, err)
+		}
+		if tr.Header.Parent != "" || tr.Header.Launch != nil {
+			return RunResult{}, fmt.Errorf("session %s is a child session; continue it with `ink task --resume %s \"…\"`", opts.SessionID, opts.SessionID)
+		}
+		if tr.Header.Cwd != o.cfg.Cwd {
+			return RunResult{}, fmt.Errorf("session %s belongs to %s; run ink from there (or pass --cwd %s)", opts.SessionID, tr.Header.Cwd, tr.Header.Cwd)
+		}
+		hdr, _ := json.Marshal(tr.Header)
+		ar.sessionID, ar.transcript = tr.Header.ID, path
+		spec.SessionID, spec.Transcript, spec.ExpectHeader, spec.Repair = tr.Header.ID, path, hdr, true
+		spec.Answers = childAnswers(tr)
+	} else {
+		id := session.NewID()
+		ar.sessionID, ar.transcript = id, session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
+		spec.SessionID, spec.Transcript = id, ar.transcript
+		spec.Create = &session.Header{Type: "session", Version: session.Version, ID: id, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd}
+	}
+	o.emit("main", ar.sessionID, "run.start", map[string]any{
+		"transcript": ar.transcript, "model": o.cfg.Binding.String(), "cwd": o.cfg.Cwd,
+		"continued": opts.SessionID != "", "maxParallel": o.cfg.MaxParallel, "maxDepth": o.cfg.MaxDepth,
+	})
+	res := o.runAttempt(ctx, ar, spec, 0, func(pid int) {
+		o.emit("main", ar.sessionID, "worker.start", map[string]any{"pid": pid, "attemptId": spec.AttemptID})
+	})
+	o.usage.add("main", res.Usage)
+	out := RunResult{
+		Status: res.Status, Reason: res.Reason, Text: res.Text, SessionID: ar.sessionID,
+		Transcript: ar.transcript, Turns: res.Turns, Usage: res.Usage, PerAgent: o.usage.snapshot(),
+	}
+	o.emit("main", ar.sessionID, "run.end", map[string]any{
+		"status": out.Status, "reason": out.Reason, "text": out.Text, "turns": out.Turns,
+		"usage": out.PerAgent, "transcript": out.Transcript,
+	})
+	return out, nil
+}
+
+// findMain locates a main session by id, in this cwd's directory first.
+func (o *Orchestrator) findMain(id string) (string, error) {
+	if !session.ValidID(id) {
+		return "", fmt.Errorf("--session %q is not a session id (ids use only a-z, 0-9 and '-'); list sessions with `ink sessions ls`", id)
+	}
+	p := session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
+	if _, err := os.Lstat(p); err == nil {
+		return p, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(o.cfg.InkHome, "sessions", "*", id+".jsonl"))
+	if len(matches) == 1 {
+		return matches[0], nil
+	}
+	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
+}
+
+func mkdirFor(path string) error {
+	return os.MkdirAll(filepath.Dir(path), 0o700)
+}
