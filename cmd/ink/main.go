@@ -1,0 +1,61 @@
+// Command ink delegates coding-agent work to child agents that run as
+// separate OS processes. Each command parses its flags and calls one package;
+// the hidden `worker` command is what every agent process runs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/inkdev/ink/worker"
+)
+
+// Exit codes (DESIGN.md §10).
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitRefused     = 3
+	exitTimeout     = 124
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code and a message for the user.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		worker.Main()
+		return
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns the exit code.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "ink: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "ink: "+err.Error())
+	return exitUsage
+}

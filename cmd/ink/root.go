@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/providers"
+)
+
+// globals are the shared flags of DESIGN.md §10.
+type globals struct {
+	model       string
+	baseURL     string
+	cwd         string
+	json        bool
+	maxParallel int
+	maxDepth    int
+	taskTimeout time.Duration
+	session     string
+	verbose     bool
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "ink",
+		Short:         "Delegate coding-agent work to child agents that run as separate processes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see `%s --help`)", err, c.CommandPath())
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.model, "model", "", "model as PROVIDER/MODEL (anthropic, openai, deepseek, ollama, vllm, openrouter) or script:PATH")
+	pf.StringVar(&g.baseURL, "base-url", "", "endpoint for an OpenAI-compatible server (includes /v1)")
+	pf.StringVar(&g.cwd, "cwd", "", "working directory (default: the current directory)")
+	pf.BoolVar(&g.json, "json", false, "print one JSON object per line on stdout")
+	pf.IntVar(&g.maxParallel, "max-parallel", 8, "children running at once across the whole tree")
+	pf.IntVar(&g.maxDepth, "max-depth", 1, "how deep children may delegate (1: children cannot delegate)")
+	pf.DurationVar(&g.taskTimeout, "task-timeout", 0, "default child timeout (default: none on a terminal, 60m otherwise)")
+	pf.StringVar(&g.session, "session", "", "continue this main session")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail")
+
+	root.AddCommand(
+		newRunCmd(g), newTaskCmd(g), newDemoCmd(g), newVersionCmd(g), newDoctorCmd(g),
+		newSessionsCmd(g), newLeasesCmd(g), newStatusCmd(g), newWorktreesCmd(g),
+		newAgentsCmd(g), newTrustCmd(g),
+		&cobra.Command{Use: "worker", Hidden: true, RunE: func(*cobra.Command, []string) error {
+			return usageErr("`ink worker` is started by ink itself, not by hand")
+		}},
+	)
+	return root
+}
+
+// inkHome is $INK_HOME or ~/.ink, absolute.
+func inkHome() (string, error) {
+	if h := os.Getenv("INK_HOME"); h != "" {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return "", usageErr("INK_HOME %q: %v", h, err)
+		}
+		return abs, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", usageErr("cannot find your home directory (%v); set INK_HOME", err)
+	}
+	return filepath.Join(home, ".ink"), nil
+}
+
+// workDir resolves --cwd (or the current directory) to an absolute,
+// symlink-free directory.
+func (g *globals) workDir() (string, error) {
+	dir := g.cwd
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", usageErr("cannot read the current directory: %v", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageErr("--cwd %q: %v", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", usageErr("--cwd %q does not exist; pass an existing directory", dir)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", usageErr("--cwd %q is not a directory", dir)
+	}
+	return real, nil
+}
+
+// binding resolves --model (or the default choice) to a binding with its
+// effective endpoint.
+func (g *globals) binding(ctx context.Context) (model.Binding, error) {
+	if g.model == "" {
+		b, err := providers.Default(ctx, os.Getenv)
+		if err != nil {
+			return model.Binding{}, usageErr("%v", err)
+		}
+		return b, nil
+	}
+	b, err := model.ParseBinding(g.model)
+	if err != nil {
+		return model.Binding{}, usageErr("--model: %v", err)
+	}
+	if b.Provider == "script" {
+		abs, err := filepath.Abs(b.Model)
+		if err != nil {
+			return model.Binding{}, usageErr("--model %s: %v", g.model, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return model.Binding{}, usageErr("--model %s: the script file does not exist", g.model)
+		}
+		b.Model = abs
+	}
+	if g.baseURL != "" {
+		b.BaseURL = g.baseURL
+	}
+	return providers.Resolve(b, os.Getenv), nil
+}
+
+// readPrompt takes the prompt argument; "-" reads stdin.
+func readPrompt(args []string, stdin io.Reader) (string, error) {
+	if len(args) == 0 {
+		return "", usageErr("no prompt given: pass it as an argument, or - to read it from stdin")
+	}
+	if len(args) > 1 {
+		return "", usageErr("give the prompt as one argument (quote it); got %d arguments", len(args))
+	}
+	p := args[0]
+	if p == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", usageErr("read the prompt from stdin: %v", err)
+		}
+		p = string(data)
+	}
+	if strings.TrimSpace(p) == "" {
+		return "", usageErr("the prompt is blank; say what the agent should do")
+	}
+	return p, nil
+}
+
+// profiles starts hot-reloaded agent profiles for cwd.
+func profiles(ctx context.Context, home, cwd string, warn func(string)) (*agents.Registry, error) {
+	trust, err := agents.LoadTrust(home)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	userHome, _ := os.UserHomeDir()
+	opts := agents.LoadOptions{Home: userHome, InkHome: home, ProjectRoot: agents.ProjectRoot(cwd), Trust: trust}
+	return agents.Watch(ctx, opts, nil, warn)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// interruptible returns a context cancelled by the first SIGINT/SIGTERM;
+// the second calls kill. stop releases the signal handler.
+func interruptible(parent context.Context, kill func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-ch:
+				n++
+				if n == 1 {
+					fmt.Fprintln(os.Stderr, "ink: cancelling every agent (press Ctrl-C again to kill them)")
+					cancel()
+				} else {
+					fmt.Fprintln(os.Stderr, "ink: killing every agent")
+					kill()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(done); cancel() }
+}
+
+// logger is ink's host-side logger: to $INK_HOME/logs/ink.log, never the terminal.
+func logger(home string) (*slog.Logger, func()) {
+	dir := filepath.Join(home, "logs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return slog.New(slog.DiscardHandler), func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "ink.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return slog.New(slog.DiscardHandler), func() {}
+	}
+	return slog.New(slog.NewJSONHandler(f, nil)).With("pid", os.Getpid()), func() { f.Close() }
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/inkdev/ink/orchestrator"
+)
+
+// runEnv is what `ink run` and `ink task` share: the orchestrator, the
+// display and the cleanups.
+type runEnv struct {
+	orc     *orchestrator.Orchestrator
+	display *orchestrator.Display
+	close   func()
+}
+
+// setup builds the orchestrator from the shared flags.
+func setup(ctx context.Context, g *globals) (*runEnv, error) {
+	if g.maxParallel < 1 {
+		return nil, usageErr("--max-parallel must be at least 1, got %d", g.maxParallel)
+	}
+	if g.maxDepth < 0 {
+		return nil, usageErr("--max-depth must be 0 or more, got %d", g.maxDepth)
+	}
+	if g.taskTimeout < 0 {
+		return nil, usageErr("--task-timeout must be positive, got %s", g.taskTimeout)
+	}
+	home, err := inkHome()
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := g.workDir()
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := g.binding(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, closeLog := logger(home)
+	display := orchestrator.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
+	sink := display.Handle
+	if g.json {
+		jl := orchestrator.JSONLines(os.Stdout)
+		sink = func(e orchestrator.Event) { jl(e); display.Handle(e) }
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	cfg := orchestrator.Config{
+		InkHome: home, Cwd: cwd, Binding: b, MaxParallel: g.maxParallel, MaxDepth: g.maxDepth,
+		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
+		Environ: os.Environ(), Logger: log,
+	}
+	var emit func(orchestrator.Event)
+	reg, err := profiles(watchCtx, home, cwd, func(msg string) {
+		if emit != nil {
+			emit(orchestrator.Event{Agent: "ink", Type: "warning", Fields: map[string]any{"text": msg}})
+		} else {
+			fmt.Fprintln(os.Stderr, "ink: warning: "+msg)
+		}
+	})
+	if err != nil {
+		stopWatch()
+		closeLog()
+		return nil, err
+	}
+	cfg.Profiles = reg
+	cfg.Sink = sink
+	orc, err := orchestrator.New(cfg)
+	if err != nil {
+		stopWatch()
+		closeLog()
+		return nil, usageErr("%v", err)
+	}
+	emit = func(e orchestrator.Event) { orc.Warn(e.Agent, e.Fields["text"].(string)) }
+	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }}, nil
+}

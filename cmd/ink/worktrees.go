@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/inkdev/ink/worktree"
+)
+
+func newWorktreesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "worktrees", Short: "List, diff, merge and remove the worktrees of children"}
+	find := func(cmd *cobra.Command, id string) (worktree.Info, error) {
+		home, err := inkHome()
+		if err != nil {
+			return worktree.Info{}, err
+		}
+		info, err := worktree.Find(cmd.Context(), home, id)
+		if errors.Is(err, worktree.ErrNotFound) {
+			return info, usageErr("no worktree for child %q; list them with `ink worktrees ls`", id)
+		}
+		if err != nil {
+			return info, &exitError{code: exitFailed, msg: err.Error()}
+		}
+		return info, nil
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "ls",
+		Short: "List child worktrees: path, branch, child, state, ahead/behind, dirty, locked",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := inkHome()
+			if err != nil {
+				return err
+			}
+			infos, err := worktree.List(cmd.Context(), home)
+			if err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			if g.json {
+				enc := json.NewEncoder(os.Stdout)
+				for _, in := range infos {
+					enc.Encode(in)
+				}
+				return nil
+			}
+			if len(infos) == 0 {
+				fmt.Println("no worktrees")
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CHILD\tSTATE\tBRANCH\tAHEAD/BEHIND\tDIRTY\tLOCKED\tPATH")
+			for _, in := range infos {
+				locked := "no"
+				if in.Locked {
+					locked = "yes"
+					if in.LockPID > 0 && in.LockPIDAlive {
+						locked = fmt.Sprintf("pid %d (live)", in.LockPID)
+					} else if in.LockPID > 0 {
+						locked = fmt.Sprintf("pid %d (dead)", in.LockPID)
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%s\t%s\n", in.ChildID, in.Assessment.State, in.Record.Branch, in.Ahead, in.Behind, in.Dirty, locked, in.Record.Path)
+			}
+			return tw.Flush()
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "diff ID",
+		Short: "Show a child's changes against its baseline, untracked files included",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := find(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			if err := worktree.Diff(cmd.Context(), info, os.Stdout); err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "merge ID",
+		Short: "Merge a child's branch into the current branch of the main checkout (refuses on conflicts)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := find(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := worktree.Merge(cmd.Context(), info)
+			if err != nil {
+				var refused *worktree.MergeRefusedError
+				if errors.As(err, &refused) {
+					return &exitError{code: exitRefused, msg: err.Error()}
+				}
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			if res.AlreadyMerged {
+				fmt.Printf("%s has nothing %s lacks; nothing to merge\n", res.Branch, res.Into)
+				return nil
+			}
+			fmt.Printf("merged %s into %s (%s) as %s\n", res.Branch, res.Into, res.Shortstat, short(res.Commit))
+			return nil
+		},
+	})
+	var force bool
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove a child's worktree and branch (refuses unmerged work unless --force)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := find(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			if err := worktree.RemoveForce(cmd.Context(), info, force); err != nil {
+				if errors.Is(err, worktree.ErrUnmergedWork) || errors.Is(err, worktree.ErrInUse) {
+					return &exitError{code: exitRefused, msg: err.Error()}
+				}
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			fmt.Printf("removed %s and branch %s\n", info.Record.Path, info.Record.Branch)
+			return nil
+		},
+	}
+	rm.Flags().BoolVar(&force, "force", false, "remove even with unmerged work")
+	cmd.AddCommand(rm)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "prune",
+		Short: "Remove clean worktrees left by children that are gone",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := inkHome()
+			if err != nil {
+				return err
+			}
+			removed, err := worktree.Prune(cmd.Context(), home)
+			for _, p := range removed {
+				fmt.Println("removed " + p)
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			if len(removed) == 0 {
+				fmt.Println("nothing to prune")
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
