@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/inkdev/ink/agents"
@@ -371,4 +370,3 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	return result(content, isErr, &rec)
 }
 
-func sortStrings(s []string) []string { sort.Strings(s); return s }
