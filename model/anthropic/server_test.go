@@ -109,4 +109,3 @@ func fixture(t *testing.T, name string) string {
 	}
 	return string(b)
 }
-

@@ -1,0 +1,206 @@
+// Package providers opens a model.Provider for a binding: it owns the table
+// of providers ink knows (anthropic, openai and the OpenAI-compatible
+// presets deepseek, ollama, vllm, openrouter, and script), where each one
+// takes its key and endpoint from, the default model when --model is
+// absent, the provider status shown by `ink doctor`, and the retry policy
+// every real provider runs under.
+//
+// Everything here reads the environment only through the env function the
+// caller passes, so a worker sees exactly the variables it was given.
+package providers
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/anthropic"
+	"github.com/inkdev/ink/model/openai"
+	"github.com/inkdev/ink/model/script"
+)
+
+// preset says where a provider takes its key and endpoint from.
+type preset struct {
+	name string
+	// keyVar holds the API key; "" for servers that take none.
+	keyVar string
+	// keyOptional: the server works without a key (a key, when set, is sent).
+	keyOptional bool
+	// baseVar overrides the endpoint; "" when there is none.
+	baseVar string
+	// defaultBase is the endpoint when neither the binding nor baseVar sets one.
+	defaultBase string
+	// defaultModel is the model Default picks for this provider.
+	defaultModel string
+	// signup tells a user without a key where to get one.
+	signup string
+}
+
+// presets lists the providers in the order Default tries them.
+var presets = []preset{
+	{name: "anthropic", keyVar: anthropic.KeyVar, baseVar: "ANTHROPIC_BASE_URL", defaultBase: anthropic.DefaultBaseURL,
+		defaultModel: "claude-sonnet-4-6", signup: "https://console.anthropic.com"},
+	{name: "openai", keyVar: "OPENAI_API_KEY", baseVar: "OPENAI_BASE_URL", defaultBase: openai.DefaultBaseURL,
+		defaultModel: "gpt-5.4", signup: "https://platform.openai.com/api-keys"},
+	{name: "deepseek", keyVar: "DEEPSEEK_API_KEY", baseVar: "DEEPSEEK_BASE_URL", defaultBase: "https://api.deepseek.com",
+		defaultModel: "deepseek-chat", signup: "https://platform.deepseek.com"},
+	{name: "openrouter", keyVar: "OPENROUTER_API_KEY", baseVar: "OPENROUTER_BASE_URL", defaultBase: "https://openrouter.ai/api/v1",
+		signup: "https://openrouter.ai/keys"},
+	{name: "ollama", defaultBase: defaultOllamaRoot + "/v1"},
+	{name: "vllm", keyVar: "VLLM_API_KEY", keyOptional: true, baseVar: "VLLM_BASE_URL", defaultBase: "http://127.0.0.1:8000/v1"},
+}
+
+const defaultOllamaRoot = "http://127.0.0.1:11434"
+
+func lookupPreset(name string) (preset, bool) {
+	for _, p := range presets {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return preset{}, false
+}
+
+// EnvVars lists the environment variables the providers read. A worker's
+// environment allowlist passes exactly these (besides PATH, HOME, …).
+func EnvVars() []string {
+	return []string{
+		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+		"OPENAI_API_KEY", "OPENAI_BASE_URL",
+		"DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL",
+		"OPENROUTER_API_KEY", "OPENROUTER_BASE_URL",
+		"OLLAMA_HOST",
+		"VLLM_BASE_URL", "VLLM_API_KEY",
+	}
+}
+
+func envOrOS(env func(string) string) func(string) string {
+	if env == nil {
+		return os.Getenv
+	}
+	return func(k string) string { return strings.TrimSpace(env(k)) }
+}
+
+// Resolve returns b with BaseURL set to the endpoint it will actually use:
+// the binding's own BaseURL (--base-url), else the provider's variable
+// (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OLLAMA_HOST, VLLM_BASE_URL, …),
+// else the provider's default. Launch records store the result, so a
+// resume can tell when the endpoint changed. A key never goes in. Script
+// and unknown bindings are returned as they are.
+func Resolve(b model.Binding, env func(string) string) model.Binding {
+	env = envOrOS(env)
+	p, ok := lookupPreset(b.Provider)
+	if !ok {
+		return b
+	}
+	b.BaseURL = endpoint(p, b.BaseURL, env)
+	return b
+}
+
+// endpoint is the effective base URL of p, without a trailing slash.
+func endpoint(p preset, explicit string, env func(string) string) string {
+	base := strings.TrimSpace(explicit)
+	if base == "" && p.name == "ollama" {
+		if host := env("OLLAMA_HOST"); host != "" {
+			base = ollamaRoot(host) + "/v1"
+		}
+	}
+	if base == "" && p.baseVar != "" {
+		base = env(p.baseVar)
+	}
+	if base == "" {
+		base = p.defaultBase
+	}
+	return strings.TrimRight(base, "/")
+}
+
+// ollamaRoot turns OLLAMA_HOST ("127.0.0.1:11434", "0.0.0.0", ":11434",
+// "http://box:11434") into the server's root URL.
+func ollamaRoot(host string) string {
+	host = strings.TrimRight(strings.TrimSpace(host), "/")
+	if host == "" {
+		return defaultOllamaRoot
+	}
+	scheme := "http"
+	if i := strings.Index(host, "://"); i >= 0 {
+		scheme, host = host[:i], host[i+3:]
+	}
+	hostname, port := host, "11434"
+	if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
+		hostname, port = h, p
+	}
+	if hostname == "" || hostname == "0.0.0.0" {
+		hostname = "127.0.0.1"
+	}
+	if port == "" {
+		port = "11434"
+	}
+	return scheme + "://" + hostname + ":" + port
+}
+
+// isDefaultEndpoint reports whether base is p's public endpoint, the one a
+// key is required for.
+func isDefaultEndpoint(p preset, base string) bool {
+	return strings.TrimRight(base, "/") == strings.TrimRight(p.defaultBase, "/")
+}
+
+// Open returns the provider for b, ready for concurrent use. "script" loads
+// the script file b.Model; every other provider is built from its key and
+// endpoint in env (nil = the process environment) and wrapped in the
+// default retry policy. A missing key is an error naming the variable to
+// set. Nothing is contacted until the first Stream.
+func Open(b model.Binding, env func(string) string) (model.Provider, error) {
+	env = envOrOS(env)
+	if b.Provider == "script" {
+		s, err := script.Load(b.Model)
+		if err != nil {
+			return nil, fmt.Errorf("open model %s: %w", b, err)
+		}
+		return s, nil
+	}
+	p, ok := lookupPreset(b.Provider)
+	if !ok {
+		return nil, fmt.Errorf("model %s: unknown provider %q; use one of %s, or script:PATH", b, b.Provider, strings.Join(model.KnownProviders[:len(model.KnownProviders)-1], ", "))
+	}
+	if strings.TrimSpace(b.Model) == "" {
+		return nil, fmt.Errorf("model %s: missing model name after %q", b, b.Provider+"/")
+	}
+	base := endpoint(p, b.BaseURL, env)
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("model %s: endpoint %q is not an http(s) URL; fix --base-url or %s", b, base, baseSource(p))
+	}
+	key := ""
+	if p.keyVar != "" {
+		key = env(p.keyVar)
+	}
+	if key == "" && p.keyVar != "" && !p.keyOptional && isDefaultEndpoint(p, base) {
+		return nil, fmt.Errorf("model %s: %s is not set: export %s=<your key> (get one at %s), or choose another model with --model", b, p.keyVar, p.keyVar, p.signup)
+	}
+	var inner model.Provider
+	switch p.name {
+	case "anthropic":
+		inner = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: b.Model})
+	default:
+		inner = openai.New(openai.Config{
+			Name: p.name, APIKey: key, KeyVar: p.keyVar, BaseURL: base, Model: b.Model,
+			// Compatible servers know max_tokens; only OpenAI itself wants
+			// max_completion_tokens.
+			LegacyMaxTokens: p.name != "openai" || !isDefaultEndpoint(p, base),
+			ReasoningEffort: p.name == "openai",
+		})
+	}
+	return Retrying(p.name, inner, DefaultRetryPolicy()), nil
+}
+
+// baseSource names where p's endpoint can be set.
+func baseSource(p preset) string {
+	switch {
+	case p.name == "ollama":
+		return "OLLAMA_HOST"
+	case p.baseVar != "":
+		return p.baseVar
+	}
+	return "--base-url"
+}

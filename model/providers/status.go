@@ -1,0 +1,93 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// ProviderStatus is one provider's line in `ink doctor`. It never holds a
+// secret: only which variable is set and which endpoint is used.
+type ProviderStatus struct {
+	// Name is the provider name of bindings ("anthropic", "ollama", …).
+	Name string `json:"name"`
+	// Configured says a binding of this provider can run now: its key is
+	// set, or (local servers) the server answered.
+	Configured bool `json:"configured"`
+	// How says why, in words: "ANTHROPIC_API_KEY is set", "OPENAI_API_KEY
+	// is not set", "answering, 3 models", "not answering".
+	How string `json:"how"`
+	// Endpoint is the base URL requests go to.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// Status reports every provider in the order users see them. Keys are
+// checked in env (nil = the process environment); local servers (Ollama,
+// vLLM) are probed concurrently with a short timeout each.
+func Status(ctx context.Context, env func(string) string) []ProviderStatus {
+	env = envOrOS(env)
+	out := make([]ProviderStatus, 0, len(presets)+1)
+	var wg sync.WaitGroup
+	for _, p := range presets {
+		st := ProviderStatus{Name: p.name, Endpoint: endpoint(p, "", env)}
+		out = append(out, st)
+		i := len(out) - 1
+		switch p.name {
+		case "ollama", "vllm":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i].Configured, out[i].How = probeLocal(ctx, p, out[i].Endpoint, env)
+			}()
+		default:
+			out[i].Configured, out[i].How = keyStatus(p, out[i].Endpoint, env)
+		}
+	}
+	wg.Wait()
+	out = append(out, ProviderStatus{Name: "script", Configured: true, How: "offline script model (script:PATH); needs no key"})
+	return out
+}
+
+func keyStatus(p preset, base string, env func(string) string) (bool, string) {
+	via := ""
+	if env(p.baseVar) != "" {
+		via = "; endpoint from " + p.baseVar
+	}
+	if env(p.keyVar) != "" {
+		return true, p.keyVar + " is set" + via
+	}
+	if !isDefaultEndpoint(p, base) {
+		return true, p.keyVar + " is not set; using the custom endpoint without a key" + via
+	}
+	return false, p.keyVar + " is not set"
+}
+
+func probeLocal(ctx context.Context, p preset, base string, env func(string) string) (bool, string) {
+	var names []string
+	var err error
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if p.name == "ollama" {
+		names, err = ollamaModels(ctx, base)
+	} else {
+		names, err = openAIModels(ctx, base)
+	}
+	src := "default endpoint"
+	switch {
+	case p.name == "ollama" && env("OLLAMA_HOST") != "":
+		src = "endpoint from OLLAMA_HOST"
+	case p.baseVar != "" && env(p.baseVar) != "":
+		src = "endpoint from " + p.baseVar
+	}
+	if err != nil {
+		return false, "not answering (" + src + ")"
+	}
+	how := fmt.Sprintf("answering, %d models (%s)", len(names), src)
+	if len(names) > 0 {
+		how = fmt.Sprintf("answering, %d models, first %s (%s)", len(names), names[0], src)
+	}
+	if p.keyVar != "" && env(p.keyVar) != "" {
+		how += "; " + p.keyVar + " is set"
+	}
+	return len(names) > 0, how
+}
