@@ -231,7 +231,7 @@ func argSummary(v any) string {
 	if !ok {
 		return ""
 	}
-	for _, k := range []string{"command", "path", "pattern", "prompt"} {
+	for _, k := range []string{"command", "pattern", "path", "prompt"} {
 		if s, ok := m[k].(string); ok {
 			s = strings.Join(strings.Fields(s), " ")
 			return firstRunes(s, 60)

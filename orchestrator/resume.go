@@ -35,7 +35,7 @@ func resumeRefusal(childID string, problems []Problem) string {
 }
 
 // resume continues a settled child of parent in its own transcript.
-func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID string, args TaskArgs) taskAnswer {
+func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID string, args TaskArgs, label string) taskAnswer {
 	childID := *args.Resume
 	refuse := func(problems ...Problem) taskAnswer {
 		ans := o.reject(parent, callID, args, resumeRefusal(childID, problems))
@@ -49,7 +49,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID stri
 		}
 		return refuse(Problem{Code: "malformed", Message: err.Error()})
 	}
-	plan, problems := o.validateResume(ctx, parent, info.Path)
+	plan, problems := o.validateResume(ctx, parent, info.Path, label)
 	if len(problems) > 0 {
 		return refuse(problems...)
 	}
@@ -75,7 +75,7 @@ type resumePlan struct {
 
 // validateResume rebuilds the child's launch from today's state and
 // compares it with its launch record, collecting every difference.
-func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, path string) (resumePlan, []Problem) {
+func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, path, label string) (resumePlan, []Problem) {
 	var problems []Problem
 	add := func(code, format string, a ...any) {
 		problems = append(problems, Problem{Code: code, Message: fmt.Sprintf(format, a...)})
@@ -194,7 +194,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		tools = launch.Tools
 	}
 	plan.child = &agentRun{
-		label: parent.nextChildLabel(), sessionID: h.ID, transcript: path, depth: launch.Depth,
+		label: label, sessionID: h.ID, transcript: path, depth: launch.Depth,
 		binding: launch.Binding, system: system, tools: tools, cwd: cwd, root: root, agent: agentName,
 	}
 	return plan, problems

@@ -105,7 +105,7 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	}
 
 	o.emit("shell", parent.sessionID, "run.start", map[string]any{"transcript": parent.transcript, "model": o.cfg.Binding.String(), "cwd": o.cfg.Cwd})
-	ans := o.task(ctx, parent, callID, opts.Args)
+	ans := o.task(ctx, parent, callID, opts.Args, parent.nextChildLabel())
 	if w != nil {
 		rec, _ := json.Marshal(ans.Record)
 		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: ans.Content, IsError: ans.IsError}}, TaskRecord: rec}

@@ -160,10 +160,13 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 				o.forward(ar, m.GetEvent())
 			case m.GetTask() != nil:
 				req := m.GetTask()
+				// Labels follow the order the worker asked in, which is
+				// the order of its calls.
+				label := ar.nextChildLabel()
 				tasks.Add(1)
 				go func() {
 					defer tasks.Done()
-					ans := o.handleTask(childCtx, ar, req)
+					ans := o.handleTask(childCtx, ar, req, label)
 					ans.CorrelationId = req.GetCorrelationId()
 					send(&pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: ans}})
 				}()

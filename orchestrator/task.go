@@ -102,12 +102,12 @@ func (t taskAnswer) pb() *pb.TaskAnswer {
 }
 
 // handleTask answers a worker's task request.
-func (o *Orchestrator) handleTask(ctx context.Context, parent *agentRun, req *pb.TaskRequest) *pb.TaskAnswer {
+func (o *Orchestrator) handleTask(ctx context.Context, parent *agentRun, req *pb.TaskRequest, label string) *pb.TaskAnswer {
 	args, err := ParseTaskArgs(req.GetArgs())
 	if err != nil {
 		return o.reject(parent, req.GetToolCallId(), TaskArgs{}, err.Error()).pb()
 	}
-	return o.task(ctx, parent, req.GetToolCallId(), args).pb()
+	return o.task(ctx, parent, req.GetToolCallId(), args, label).pb()
 }
 
 // reject composes a rejection: nothing was launched and nothing changed.
@@ -125,10 +125,11 @@ func (o *Orchestrator) reject(parent *agentRun, callID string, args TaskArgs, re
 	return taskAnswer{Content: reason, IsError: true, Record: rec}
 }
 
-// task launches (or resumes) the child of one task call and waits for it.
-func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string, args TaskArgs) taskAnswer {
+// task launches (or resumes) the child of one task call and waits for it;
+// label is the child's display label (parent label + "/" + ordinal).
+func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string, args TaskArgs, label string) taskAnswer {
 	if args.Resume != nil {
-		return o.resume(ctx, parent, callID, args)
+		return o.resume(ctx, parent, callID, args, label)
 	}
 	if parent.depth+1 > o.cfg.MaxDepth {
 		return o.reject(parent, callID, args, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth))
@@ -218,7 +219,7 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 		launch.Worktree = &session.WorktreeRef{RepoRoot: wt.RepoRoot, Baseline: wt.Baseline, Path: wt.Path, Branch: wt.Branch, CreationReflog: wt.CreationReflog}
 	}
 	child := &agentRun{
-		label: parent.nextChildLabel(), sessionID: childID,
+		label: label, sessionID: childID,
 		transcript: session.ChildPath(parent.transcript, childID),
 		depth:      parent.depth + 1, binding: binding, system: system, tools: pool,
 		cwd: cwd, root: root, agent: agentName,
