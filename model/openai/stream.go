@@ -107,8 +107,10 @@ func (a *accumulator) emit(d model.Delta) {
 // DeepSeek's reasoning_content, or reasoning (OpenRouter, Ollama, vLLM).
 func reasoningText(d sdk.ChatCompletionChunkChoiceDelta) string {
 	for _, key := range []string{"reasoning_content", "reasoning"} {
+		// The SDK marks fields it has no type for as not valid, so only
+		// the raw JSON is looked at.
 		f, ok := d.JSON.ExtraFields[key]
-		if !ok || !f.Valid() {
+		if !ok || f.Raw() == "" || f.Raw() == "null" {
 			continue
 		}
 		var s string
@@ -126,7 +128,7 @@ func usageOf(u sdk.CompletionUsage) model.Usage {
 	cached := u.PromptTokensDetails.CachedTokens
 	if cached == 0 {
 		// DeepSeek reports its cache hits in its own field.
-		if f, ok := u.JSON.ExtraFields["prompt_cache_hit_tokens"]; ok && f.Valid() {
+		if f, ok := u.JSON.ExtraFields["prompt_cache_hit_tokens"]; ok && f.Raw() != "" {
 			var n int64
 			if json.Unmarshal([]byte(f.Raw()), &n) == nil {
 				cached = n
