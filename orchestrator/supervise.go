@@ -140,17 +140,18 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 	hung := time.NewTicker(o.cfg.HeartbeatInterval)
 	defer hung.Stop()
 	var grace <-chan time.Time
-	cancelStatus := ""
+	cancelStatus, cancelReason := "", ""
 	cancel := func(status, reason string) {
 		if cancelStatus != "" {
 			return
 		}
-		cancelStatus = status
+		cancelStatus, cancelReason = status, reason
 		send(&pb.HostMsg{Msg: &pb.HostMsg_Cancel{Cancel: &pb.Cancel{Status: status, Reason: reason}}})
 		cancelChildren(errors.New(reason))
 		grace = time.After(o.cfg.Grace)
 	}
 	done := ctx.Done()
+	labels := map[string]string{}
 
 	for {
 		select {
@@ -158,11 +159,15 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 			switch {
 			case m.GetEvent() != nil:
 				o.forward(ar, m.GetEvent())
+				labelTaskCalls(ar, m.GetEvent(), labels)
 			case m.GetTask() != nil:
 				req := m.GetTask()
-				// Labels follow the order the worker asked in, which is
-				// the order of its calls.
-				label := ar.nextChildLabel()
+				// Labels follow the order of the calls in the assistant
+				// message, whatever order the requests arrive in.
+				label, ok := labels[req.GetToolCallId()]
+				if !ok {
+					label = ar.nextChildLabel()
+				}
 				tasks.Add(1)
 				go func() {
 					defer tasks.Done()
@@ -195,7 +200,7 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 		case <-grace:
 			c.Kill()
 			res.Status = cancelStatus
-			res.Reason = fmt.Sprintf("the worker did not stop within %s of the cancel; its process group was killed", o.cfg.Grace)
+			res.Reason = fmt.Sprintf("%s; the worker did not stop within %s of the cancel, so its process group was killed", cancelReason, o.cfg.Grace)
 			return res
 		case <-hung.C:
 			st, err := lease.Probe(spec.Transcript)
@@ -240,4 +245,24 @@ func (o *Orchestrator) forward(ar *agentRun, ev *pb.Event) {
 	}
 	fields["workerSeq"] = ev.GetSeq()
 	o.emit(ar.label, ar.sessionID, ev.GetType(), fields)
+}
+
+// labelTaskCalls gives each task call of an assistant message its child
+// label, in call order. The worker streams the message before it runs the
+// calls, so the labels are known before the task requests arrive.
+func labelTaskCalls(ar *agentRun, ev *pb.Event, labels map[string]string) {
+	if ev.GetType() != "message" {
+		return
+	}
+	var body struct {
+		Message model.Message `json:"message"`
+	}
+	if json.Unmarshal(ev.GetData(), &body) != nil || body.Message.Role != model.RoleAssistant {
+		return
+	}
+	for _, c := range body.Message.ToolCalls {
+		if c.Name == "task" {
+			labels[c.ID] = ar.nextChildLabel()
+		}
+	}
 }
