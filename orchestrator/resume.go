@@ -12,7 +12,6 @@ import (
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
 )
@@ -131,8 +130,8 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// Model.
 	binding := parent.binding
 	if prof != nil {
-		if b, err := agents.ResolveModel(*prof, parent.binding); err == nil {
-			binding = providers.Resolve(b, os.Getenv)
+		if b, err := profileBinding(*prof, parent.binding); err == nil {
+			binding = b
 		}
 	}
 	if binding != launch.Binding {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -147,11 +148,11 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 	// 2. Model binding.
 	binding := parent.binding
 	if prof != nil {
-		b, err := agents.ResolveModel(*prof, parent.binding)
+		b, err := profileBinding(*prof, parent.binding)
 		if err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: agent %q: %v", prof.Name, err))
+			return o.reject(parent, callID, args, "task: "+err.Error())
 		}
-		binding = providers.Resolve(b, os.Getenv)
+		binding = b
 	}
 	childID := session.NewID()
 	// 3. Worktree.
@@ -353,7 +354,10 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed bool) (dispos
 }
 
 // childTools is the child's pool: the parent's tools minus task (unless the
-// depth allows it), narrowed by the profile's tools in listed order.
+// depth allows it), narrowed by the profile's tools in listed order. A
+// profile without a tools line gets that whole pool; one whose listed tools
+// were all dropped (tools ink lacks) gets no tools. A listed tool the pool
+// lacks is a rejection that names what is available.
 func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]string, error) {
 	var base []string
 	for _, t := range parent.tools {
@@ -362,46 +366,72 @@ func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]str
 		}
 		base = append(base, t)
 	}
-	if prof == nil || len(prof.Tools) == 0 {
+	if prof == nil || prof.Tools == nil {
 		return base, nil
 	}
-	var out, unknown []string
+	out := []string{}
+	var unknown []string
 	for _, t := range prof.Tools {
 		if contains(base, t) {
 			if !contains(out, t) {
 				out = append(out, t)
 			}
-		} else {
+		} else if !contains(unknown, t) {
 			unknown = append(unknown, t)
 		}
 	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("task: agent %q lists unknown tools: %s. Available: %s; fix the profile's tools: line (%s)", prof.Name, strings.Join(unknown, ", "), strings.Join(base, ", "), prof.Source)
+	if len(unknown) == 0 {
+		return out, nil
 	}
-	return out, nil
+	var why []string
+	for _, t := range unknown {
+		switch {
+		case t == "task" && contains(parent.tools, "task"):
+			why = append(why, fmt.Sprintf("task is not available at depth %d with --max-depth %d (raise --max-depth to let this agent delegate)", parent.depth+1, o.cfg.MaxDepth))
+		case contains(agents.InkTools, t):
+			why = append(why, fmt.Sprintf("%s is not among the parent's tools", t))
+		}
+	}
+	avail := strings.Join(base, ", ")
+	if avail == "" {
+		avail = "none"
+	}
+	msg := fmt.Sprintf("task: agent %q lists tools this child cannot have: %s. Available tools: %s. Fix the tools: line of %s, or remove it to give the agent every available tool",
+		prof.Name, strings.Join(unknown, ", "), avail, prof.Source)
+	if len(why) > 0 {
+		msg += " (" + strings.Join(why, "; ") + ")"
+	}
+	return nil, fmt.Errorf("%s", msg)
 }
 
-// profile looks a profile up by name; the error lists the available ones.
+// profile looks a profile up by name in the current profiles (hot reload:
+// every task sees the latest good version). The error says what is
+// available, or why the name is missing and how to fix it.
 func (o *Orchestrator) profile(name string) (agents.Profile, error) {
-	var set *agents.Set
-	if o.cfg.Profiles != nil {
-		set = o.cfg.Profiles.Current()
+	p, err := o.profileSet().Lookup(name)
+	if err != nil {
+		return agents.Profile{}, fmt.Errorf("task: %w", err)
 	}
-	if set != nil {
-		if p, ok := set.Get(name); ok {
-			return p, nil
+	return p, nil
+}
+
+// profileBinding resolves a profile's model against its parent's binding
+// (agents.ResolveModel) and gives it its effective endpoint. A relative
+// script:PATH is read from the profile's own directory, and must exist.
+func profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, error) {
+	b, err := agents.ResolveModel(prof, parent)
+	if err != nil {
+		return model.Binding{}, err
+	}
+	if b.Provider == "script" && b != parent {
+		if !filepath.IsAbs(b.Model) {
+			b.Model = filepath.Join(prof.Dir, b.Model)
+		}
+		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
+			return model.Binding{}, fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
 		}
 	}
-	var names []string
-	if set != nil {
-		for _, p := range set.All() {
-			names = append(names, p.Name)
-		}
-	}
-	if len(names) == 0 {
-		return agents.Profile{}, fmt.Errorf("task: unknown agent %q: no agent profiles are loaded (create ~/.ink/agents/%s.md, or omit agent)", name, name)
-	}
-	return agents.Profile{}, fmt.Errorf("task: unknown agent %q. Available agents: %s", name, strings.Join(names, ", "))
+	return providers.Resolve(b, os.Getenv), nil
 }
 
 // timeoutFor applies DESIGN.md §4 precedence: call > profile > --task-timeout
