@@ -10,13 +10,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 )
+
+// maxTokenScan bounds the transcripts `ink status` reads to count tokens;
+// a larger one shows no count rather than slowing the listing down.
+const maxTokenScan = 32 << 20
 
 func newStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show live workers: agent, pid, lease state, heartbeat, progress",
-		Args:  cobra.NoArgs,
+		Short: "Show live workers: agent, pid, lease state, heartbeat, tokens",
+		Long: `Status lists every live lease holder under $INK_HOME: each worker (the main
+agent and every child) and the shell parent of an ink task. For each it shows
+the agent, the pid, the lease state (held, or hung when its heartbeat stopped),
+the heartbeat age, how long it has run, the tokens of its current attempt as
+recorded in its transcript, and the transcript. A hung worker can be stopped
+with: ink leases break PATH`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -33,33 +45,118 @@ func newStatusCmd(g *globals) *cobra.Command {
 				}
 			}
 			if g.json {
-				enc := json.NewEncoder(os.Stdout)
-				for _, in := range live {
-					row := map[string]any{"agent": in.Agent, "pid": in.Pid, "state": in.State.String(), "heartbeatAgeMs": in.HeartbeatAge.Milliseconds(), "transcript": in.Path}
-					if in.Meta != nil {
-						row["progressSeq"] = in.Meta.ProgressSeq
-						row["startedAt"] = in.Meta.StartedAt
-						row["session"] = in.Meta.SessionID
-					}
-					enc.Encode(row)
-				}
-				return nil
+				err = printStatusJSON(live)
+			} else {
+				err = printStatus(live)
 			}
-			if len(live) == 0 {
-				fmt.Println("no live workers")
-				return nil
+			if err != nil {
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("write the status: %v", err)}
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AGENT\tPID\tLEASE\tHEARTBEAT\tRUNNING\tPROGRESS\tTRANSCRIPT")
-			for _, in := range live {
-				running, progress := "-", "-"
-				if in.Meta != nil {
-					running = time.Since(in.Meta.StartedAt).Round(time.Second).String()
-					progress = fmt.Sprint(in.Meta.ProgressSeq)
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s ago\t%s\t%s\t%s\n", dash(in.Agent), in.Pid, in.State, in.HeartbeatAge.Round(100*time.Millisecond), running, progress, in.Path)
-			}
-			return tw.Flush()
+			return nil
 		},
 	}
+}
+
+// statusRow is one live worker as `ink status --json` prints it.
+type statusRow struct {
+	Agent          string       `json:"agent"`
+	Pid            int          `json:"pid"`
+	Lease          string       `json:"lease"`
+	HeartbeatAgeMs int64        `json:"heartbeatAgeMs"`
+	StartedAt      *time.Time   `json:"startedAt,omitempty"`
+	ProgressSeq    int64        `json:"progressSeq"`
+	Session        string       `json:"session,omitempty"`
+	AttemptID      string       `json:"attemptId,omitempty"`
+	Epoch          int64        `json:"epoch,omitempty"`
+	Tokens         *model.Usage `json:"tokens,omitempty"`
+	Transcript     string       `json:"transcript"`
+}
+
+func statusOf(in lease.Info) statusRow {
+	r := statusRow{Agent: in.Agent, Pid: in.Pid, Lease: in.State.String(), HeartbeatAgeMs: in.HeartbeatAge.Milliseconds(), Transcript: in.Path}
+	if m := in.Meta; m != nil {
+		started := m.StartedAt
+		r.StartedAt, r.ProgressSeq, r.Session, r.AttemptID, r.Epoch = &started, m.ProgressSeq, m.SessionID, m.AttemptID, m.Epoch
+		r.Tokens = attemptTokens(in.Path, m.AttemptID)
+	}
+	return r
+}
+
+func printStatusJSON(live []lease.Info) error {
+	enc := json.NewEncoder(os.Stdout)
+	for _, in := range live {
+		if err := enc.Encode(statusOf(in)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printStatus(live []lease.Info) error {
+	if len(live) == 0 {
+		_, err := fmt.Println("no live workers")
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tPID\tLEASE\tHEARTBEAT\tRUNNING\tTOKENS\tTRANSCRIPT")
+	for _, in := range live {
+		r := statusOf(in)
+		running, tokens := "-", "-"
+		if r.StartedAt != nil {
+			running = time.Since(*r.StartedAt).Round(time.Second).String()
+		}
+		if r.Tokens != nil {
+			tokens = tokenCount(*r.Tokens)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", dash(r.Agent), r.Pid, r.Lease, ago(in.HeartbeatAge), running, tokens, r.Transcript)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, in := range live {
+		if in.State == lease.Hung {
+			fmt.Printf("pid %d is hung: stop it with: ink leases break %s\n", in.Pid, in.Path)
+		}
+	}
+	return nil
+}
+
+// attemptTokens sums the usage of the assistant messages written since the
+// start of attemptID in the transcript at path. It returns nil when the
+// transcript cannot be read cheaply or the attempt has not started there.
+func attemptTokens(path, attemptID string) *model.Usage {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxTokenScan {
+		return nil
+	}
+	tr, err := session.Open(path)
+	if err != nil {
+		return nil
+	}
+	var sum *model.Usage
+	for _, e := range tr.Entries {
+		switch {
+		case e.Attempt != nil && e.Attempt.Phase == session.PhaseStart && e.Attempt.AttemptID == attemptID:
+			sum = &model.Usage{}
+		case sum != nil && e.Message != nil && e.Message.Role == model.RoleAssistant && e.Message.Usage != nil:
+			*sum = sum.Add(*e.Message.Usage)
+		}
+	}
+	return sum
+}
+
+// tokenCount renders usage as "1.2k in / 80 out".
+func tokenCount(u model.Usage) string {
+	s := fmt.Sprintf("%s in / %s out", kilo(u.Input), kilo(u.Output))
+	if u.Incomplete {
+		s += " (at least)"
+	}
+	return s
+}
+
+func kilo(n int64) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%.1fk", float64(n)/1000)
 }
