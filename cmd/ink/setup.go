@@ -42,6 +42,10 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	heartbeat, err := heartbeatInterval()
+	if err != nil {
+		return nil, err
+	}
 	log, closeLog := logger(home)
 	display := orchestrator.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
 	sink := display.Handle
@@ -53,7 +57,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	cfg := orchestrator.Config{
 		InkHome: home, Cwd: cwd, Binding: b, MaxParallel: g.maxParallel, MaxDepth: g.maxDepth,
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
-		Environ: os.Environ(), Logger: log,
+		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 	}
 	var emit func(orchestrator.Event)
 	reg, err := profiles(watchCtx, home, cwd, func(msg string) {
