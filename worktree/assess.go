@@ -102,8 +102,11 @@ func assessState(ctx context.Context, rec Record) Assessment {
 	if !ok {
 		return unknown("%s is not a registered worktree of %s", path, rec.RepoRoot)
 	}
+	if reg.branch == "" {
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch)
+	}
 	if reg.branch != ref {
-		return unknown("%s is registered on %q, not on %s", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch)
+		return unknown("%s is registered on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch)
 	}
 	if strings.Trim(reg.head, "0") == "" {
 		return unknown("branch %s no longer exists (HEAD of %s points at nothing)", rec.Branch, path)
@@ -141,7 +144,7 @@ func assessState(ctx context.Context, rec Record) Assessment {
 		return unknown("git status failed in %s: %v", path, err)
 	}
 	if strings.TrimSpace(status) != "" {
-		return Assessment{State: WorkPresent, Detail: "uncommitted changes"}
+		return Assessment{State: WorkPresent, Detail: uncommittedDetail(status)}
 	}
 
 	_, err = readIn(ctx, path, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", rec.Baseline)
@@ -244,6 +247,37 @@ func checkLinked(ctx context.Context, root, path string) error {
 		return fmt.Errorf("%s is not a working git checkout (its .git link is missing or broken): %w", path, err)
 	}
 	return checkCommonDir(ctx, root, path, strings.TrimSpace(got))
+}
+
+// uncommittedDetail names the kinds of uncommitted work in a `git status
+// --porcelain` listing: staged, modified (not staged) and untracked files.
+func uncommittedDetail(status string) string {
+	var staged, modified, untracked bool
+	for _, l := range lines(status) {
+		if len(l) < 2 {
+			continue
+		}
+		if l[:2] == "??" {
+			untracked = true
+			continue
+		}
+		staged = staged || l[0] != ' '
+		modified = modified || l[1] != ' '
+	}
+	var kinds []string
+	if staged {
+		kinds = append(kinds, "staged")
+	}
+	if modified {
+		kinds = append(kinds, "modified")
+	}
+	if untracked {
+		kinds = append(kinds, "untracked")
+	}
+	if len(kinds) == 0 {
+		return "uncommitted changes"
+	}
+	return "uncommitted changes (" + strings.Join(kinds, ", ") + ")"
 }
 
 // commitsDetail describes the commits between baseline and tip.

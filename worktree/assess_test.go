@@ -88,7 +88,7 @@ func TestAssessKeepsWork(t *testing.T) {
 	}{
 		{"untracked file", func(t *testing.T, _ string, rec Record) {
 			writeFile(t, rec.Path, "notes.txt", "hello\n")
-		}, []string{"untracked: notes.txt"}},
+		}, []string{"uncommitted changes (untracked)", "untracked: notes.txt"}},
 		{"untracked files beyond five", func(t *testing.T, _ string, rec Record) {
 			for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 				writeFile(t, rec.Path, "new/"+n+".txt", n)
@@ -97,10 +97,10 @@ func TestAssessKeepsWork(t *testing.T) {
 		{"staged change", func(t *testing.T, _ string, rec Record) {
 			writeFile(t, rec.Path, "README.md", "# changed\n")
 			git(t, rec.Path, "add", "README.md")
-		}, []string{"1 file changed"}},
+		}, []string{"uncommitted changes (staged)", "1 file changed"}},
 		{"modified file", func(t *testing.T, _ string, rec Record) {
 			writeFile(t, rec.Path, "docs/guide.md", "line one\nline 2\n")
-		}, []string{"1 file changed, 1 insertion(+), 1 deletion(-)"}},
+		}, []string{"uncommitted changes (modified)", "1 file changed, 1 insertion(+), 1 deletion(-)"}},
 		{"deleted file", func(t *testing.T, _ string, rec Record) {
 			os.Remove(filepath.Join(rec.Path, "docs/guide.md"))
 		}, []string{"1 file changed, 2 deletions(-)"}},
@@ -108,7 +108,7 @@ func TestAssessKeepsWork(t *testing.T) {
 			writeFile(t, rec.Path, "src/extra.go", "package main\n")
 			git(t, rec.Path, "add", ".")
 			git(t, rec.Path, "commit", "-q", "-m", "extra")
-		}, []string{"1 file changed, 1 insertion(+)"}},
+		}, []string{"1 commit since baseline", "1 file changed, 1 insertion(+)"}},
 		{"empty commit", func(t *testing.T, _ string, rec Record) {
 			git(t, rec.Path, "commit", "-q", "--allow-empty", "-m", "nothing")
 		}, []string{"1 commit since baseline"}},

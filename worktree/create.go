@@ -57,16 +57,17 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 	if repo.Root == "" || repo.Head == "" {
 		return Record{}, errors.New("create worktree: repository not detected (empty root or head); call Detect first")
 	}
+	// A bad .worktreeinclude is refused before anything is written.
+	includes, err := planIncludes(ctx, repo.Root)
+	if err != nil {
+		return Record{}, fmt.Errorf("create worktree: %w", err)
+	}
 	if err := os.MkdirAll(worktreesDir(inkHome), 0o700); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	home, err := realpath(inkHome)
 	if err != nil {
 		return Record{}, fmt.Errorf("create worktree: resolve INK_HOME: %w", err)
-	}
-	includes, err := planIncludes(ctx, repo.Root)
-	if err != nil {
-		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	slugDir := filepath.Join(worktreesDir(home), RepoSlug(repo.Root))
 	path := filepath.Join(slugDir, childID)

@@ -16,6 +16,9 @@ func Describe(a Assessment, rec Record) string {
 		return fmt.Sprintf("no changes: worktree %s and branch %s removed", rec.Path, rec.Branch)
 	case WorkPresent:
 		var parts []string
+		if a.Detail != "" {
+			parts = append(parts, a.Detail)
+		}
 		if a.Shortstat != "" {
 			parts = append(parts, a.Shortstat)
 		}
@@ -25,9 +28,6 @@ func Describe(a Assessment, rec Record) string {
 				u += fmt.Sprintf(", +%d more", a.UntrackedMore)
 			}
 			parts = append(parts, u)
-		}
-		if len(parts) == 0 && a.Detail != "" {
-			parts = append(parts, a.Detail)
 		}
 		return fmt.Sprintf("changes kept in worktree %s on branch %s (%s) — review with `ink worktrees diff %s`, merge with `ink worktrees merge %s`",
 			rec.Path, rec.Branch, strings.Join(parts, "; "), id, id)
