@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/model"
@@ -169,10 +170,10 @@ func profiles(ctx context.Context, home, cwd string, warn func(string)) (*agents
 	return agents.Watch(ctx, opts, nil, warn)
 }
 
-// isTerminal reports whether f is a terminal.
+// isTerminal reports whether f is a terminal (not merely a character
+// device such as /dev/null).
 func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // interruptible returns a context cancelled by the first SIGINT/SIGTERM;
