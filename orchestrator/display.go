@@ -155,6 +155,9 @@ func (d *Display) Handle(e Event) {
 		}
 	case "warning":
 		line = fmt.Sprintf("%s warning: %v", e.Agent, e.Fields["text"])
+		if e.Agent == "ink" { // not tied to one agent (profile reloads)
+			line = fmt.Sprintf("warning: %v", e.Fields["text"])
+		}
 	case "run.end":
 		r := d.rowFor(e.Agent)
 		r.status, _ = e.Fields["status"].(string)
