@@ -2,86 +2,92 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/orchestrator"
 )
 
-// loadProfiles loads the profiles of the current project once.
-func loadProfiles(g *globals) (*agents.Set, error) {
+// profileOptions says where the profiles of the current project are: the
+// same directories and trust list `ink run` and `ink task` use.
+func profileOptions(g *globals) (agents.LoadOptions, error) {
 	home, err := inkHome()
 	if err != nil {
-		return nil, err
+		return agents.LoadOptions{}, err
 	}
 	cwd, err := g.workDir()
 	if err != nil {
-		return nil, err
+		return agents.LoadOptions{}, err
 	}
 	trust, err := agents.LoadTrust(home)
 	if err != nil {
-		return nil, &exitError{code: exitFailed, msg: err.Error()}
+		return agents.LoadOptions{}, &exitError{code: exitFailed, msg: err.Error()}
 	}
 	userHome, _ := os.UserHomeDir()
-	return agents.Load(agents.LoadOptions{Home: userHome, InkHome: home, ProjectRoot: agents.ProjectRoot(cwd), Trust: trust}), nil
+	return agents.LoadOptions{Home: userHome, InkHome: home, ProjectRoot: agents.ProjectRoot(cwd), Trust: trust}, nil
+}
+
+// loadProfiles loads the profiles of the current project once.
+func loadProfiles(g *globals) (*agents.Set, agents.LoadOptions, error) {
+	opts, err := profileOptions(g)
+	if err != nil {
+		return nil, opts, err
+	}
+	return agents.Load(opts), opts, nil
+}
+
+// profileJSON is how `ink agents ls --json` and `ink agents show --json`
+// print a profile. tools is null when the agent gets its parent's tools.
+func profileJSON(p agents.Profile) map[string]any {
+	m := map[string]any{
+		"kind": "agent", "name": p.Name, "description": p.Description, "source": p.Source, "dir": p.Dir,
+		"tools": p.Tools, "roleSha256": p.RoleSHA256, "body": p.Body,
+	}
+	if p.Model != "" {
+		m["model"] = p.Model
+	}
+	if p.Timeout > 0 {
+		m["timeoutSeconds"] = int64(p.Timeout.Seconds())
+	}
+	if p.Worktree != nil {
+		m["worktree"] = *p.Worktree
+	}
+	if p.Thinking != "" {
+		m["thinking"] = p.Thinking
+	}
+	if len(p.Notes) > 0 {
+		m["notes"] = p.Notes
+	}
+	if len(p.Extra) > 0 {
+		m["extra"] = p.Extra
+	}
+	return m
 }
 
 func newAgentsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "List, show and check agent profiles"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "ls",
-		Short: "List the agent profiles this directory sees (winners, shadowed files, problems)",
+		Short: "List the agent profiles this directory sees (winners, shadowed files, skipped files, untrusted projects)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			set, err := loadProfiles(g)
+			set, opts, err := loadProfiles(g)
 			if err != nil {
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(os.Stdout)
-				for _, p := range set.All() {
-					enc.Encode(map[string]any{"name": p.Name, "description": p.Description, "source": p.Source, "tools": p.Tools, "model": p.Model, "timeoutSeconds": p.Timeout.Seconds(), "worktree": p.Worktree, "notes": p.Notes})
-				}
-				for _, s := range set.Shadowed() {
-					enc.Encode(map[string]any{"shadowed": s.Shadowed, "name": s.Name, "by": s.Winner})
-				}
-				for _, pr := range set.Problems() {
-					enc.Encode(map[string]any{"problem": pr.String(), "path": pr.Path, "line": pr.Line})
-				}
-				if msg := set.UntrustedMessage(); msg != "" {
-					enc.Encode(map[string]any{"untrusted": msg})
-				}
-				return nil
+				return agentsJSON(os.Stdout, set)
 			}
-			all := set.All()
-			if len(all) == 0 {
-				fmt.Println("no agent profiles loaded; searched: " + strings.Join(set.Dirs(), ", "))
-			} else {
-				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tTOOLS\tMODEL\tSOURCE")
-				for _, p := range all {
-					tools := "(parent's)"
-					if p.Tools != nil {
-						tools = strings.Join(p.Tools, ",")
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, tools, dash(p.Model), p.Source)
-				}
-				tw.Flush()
-			}
-			for _, s := range set.Shadowed() {
-				fmt.Printf("shadowed: %s (agent %s) is hidden by %s\n", s.Shadowed, s.Name, s.Winner)
-			}
-			for _, pr := range set.Problems() {
-				fmt.Printf("skipped: %s\n", pr)
-			}
-			if msg := set.UntrustedMessage(); msg != "" {
-				fmt.Println(msg)
-			}
+			agentsTable(os.Stdout, set, opts)
 			return nil
 		},
 	})
@@ -90,75 +96,164 @@ func newAgentsCmd(g *globals) *cobra.Command {
 		Short: "Show one profile as ink reads it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			set, err := loadProfiles(g)
+			set, _, err := loadProfiles(g)
 			if err != nil {
 				return err
 			}
-			p, ok := set.Get(args[0])
-			if !ok {
-				return usageErr("no agent %q; available: %s", args[0], strings.Join(set.Names(), ", "))
+			p, err := set.Lookup(args[0])
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(p)
+				return json.NewEncoder(os.Stdout).Encode(profileJSON(p))
 			}
-			fmt.Printf("name:        %s\ndescription: %s\nsource:      %s\n", p.Name, p.Description, p.Source)
-			if p.Tools != nil {
-				fmt.Printf("tools:       %s\n", strings.Join(p.Tools, ", "))
-			}
-			if p.Model != "" {
-				fmt.Printf("model:       %s\n", p.Model)
-			}
-			if p.Timeout > 0 {
-				fmt.Printf("timeout:     %s\n", p.Timeout)
-			}
-			if p.Worktree != nil {
-				fmt.Printf("worktree:    %v\n", *p.Worktree)
-			}
-			if p.Thinking != "" {
-				fmt.Printf("thinking:    %s\n", p.Thinking)
-			}
-			for _, n := range p.Notes {
-				fmt.Printf("note:        %s\n", n)
-			}
-			fmt.Printf("\n%s\n", p.Body)
+			showProfile(os.Stdout, p)
 			return nil
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check [DIR]",
-		Short: "Report every problem in the profiles of DIR (default: every profile directory); exit 1 if any",
+		Short: "Report every problem in the profiles of DIR (default: every profile directory of this project); exit 1 if any",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var problems []agents.Problem
+			var dirs []string
 			if len(args) == 1 {
 				dir, err := filepath.Abs(args[0])
 				if err != nil {
-					return usageErr("%v", err)
+					return usageErr("check %s: %v", args[0], err)
 				}
 				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-					return usageErr("%s is not a directory", args[0])
+					return usageErr("check %s: no such directory; give a directory of agent profiles (such as .ink/agents)", args[0])
 				}
-				problems = agents.Check(dir)
+				dirs = []string{dir}
 			} else {
-				set, err := loadProfiles(g)
+				opts, err := profileOptions(g)
 				if err != nil {
 					return err
 				}
-				for _, d := range set.Dirs() {
-					problems = append(problems, agents.Check(d)...)
+				// Every directory that exists, untrusted project ones
+				// included: reading a profile to check it runs nothing.
+				for _, d := range opts.Dirs() {
+					if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+						dirs = append(dirs, d)
+					}
 				}
+				if len(dirs) == 0 {
+					fmt.Printf("no profile directories exist; searched %s\n", strings.Join(opts.Dirs(), ", "))
+					return nil
+				}
+			}
+			var problems []agents.Problem
+			for _, d := range dirs {
+				problems = append(problems, agents.Check(d)...)
 			}
 			for _, p := range problems {
 				fmt.Println(p.String())
 			}
 			if len(problems) > 0 {
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d problem(s) found", len(problems))}
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d problem(s) in %s; fix them and run `ink agents check` again", len(problems), strings.Join(dirs, ", "))}
 			}
-			fmt.Println("no problems")
+			fmt.Printf("no problems in %s\n", strings.Join(dirs, ", "))
 			return nil
 		},
 	})
 	return cmd
+}
+
+// agentsJSON prints one object per line: every loaded agent, then every
+// shadowed file, skipped file and untrusted project, each with its kind.
+func agentsJSON(w io.Writer, set *agents.Set) error {
+	enc := json.NewEncoder(w)
+	var out []any
+	for _, p := range set.All() {
+		out = append(out, profileJSON(p))
+	}
+	for _, s := range set.Shadowed() {
+		out = append(out, map[string]any{"kind": "shadowed", "name": s.Name, "source": s.Shadowed, "winner": s.Winner})
+	}
+	for _, pr := range set.Problems() {
+		out = append(out, map[string]any{"kind": "skipped", "source": pr.Path, "line": pr.Line, "reason": pr.Reason, "text": pr.String()})
+	}
+	if root, n := set.Untrusted(); n > 0 {
+		out = append(out, map[string]any{"kind": "untrusted", "root": root, "files": n, "text": set.UntrustedMessage()})
+	}
+	for _, v := range out {
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+	return nil
+}
+
+// agentsTable prints the loaded agents, the files they shadow, the files
+// that were skipped and why, and project agents that are not trusted.
+func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
+	all := set.All()
+	_, untrusted := set.Untrusted()
+	switch {
+	case len(all) > 0:
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tTOOLS\tMODEL\tTIMEOUT\tSOURCE")
+		for _, p := range all {
+			tools := "(parent's)"
+			if p.Tools != nil {
+				tools = strings.Join(p.Tools, ",")
+				if tools == "" {
+					tools = "(none)"
+				}
+			}
+			timeout := "-"
+			if p.Timeout > 0 {
+				timeout = p.Timeout.String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, tools, dash(p.Model), timeout, p.Source)
+		}
+		tw.Flush()
+	case untrusted > 0:
+		fmt.Fprintln(w, "no agents are loaded")
+	default:
+		fmt.Fprintf(w, "no agents are defined; searched %s. Define one in %s/NAME.md: a line ---, name: and description:, a line ---, then its instructions\n",
+			strings.Join(opts.Dirs(), ", "), filepath.Join(opts.InkHome, "agents"))
+	}
+	for _, s := range set.Shadowed() {
+		fmt.Fprintf(w, "shadowed: %s (agent %s) is hidden by %s\n", s.Shadowed, s.Name, s.Winner)
+	}
+	for _, pr := range set.Problems() {
+		fmt.Fprintf(w, "skipped: %s\n", pr)
+	}
+	if msg := set.UntrustedMessage(); msg != "" {
+		fmt.Fprintf(w, "not loaded: %s\n", msg)
+	}
+}
+
+// showProfile prints one profile: its fields, ink's notes, then its body.
+func showProfile(w io.Writer, p agents.Profile) {
+	fmt.Fprintf(w, "name:        %s\ndescription: %s\nsource:      %s\n", p.Name, p.Description, p.Source)
+	switch {
+	case p.Tools == nil:
+		fmt.Fprintf(w, "tools:       (the parent's)\n")
+	case len(p.Tools) == 0:
+		fmt.Fprintf(w, "tools:       (none)\n")
+	default:
+		fmt.Fprintf(w, "tools:       %s\n", strings.Join(p.Tools, ", "))
+	}
+	if p.Model != "" {
+		fmt.Fprintf(w, "model:       %s\n", p.Model)
+	}
+	if p.Timeout > 0 {
+		fmt.Fprintf(w, "timeout:     %s\n", p.Timeout)
+	}
+	if p.Worktree != nil {
+		fmt.Fprintf(w, "worktree:    %v\n", *p.Worktree)
+	}
+	if p.Thinking != "" {
+		fmt.Fprintf(w, "thinking:    %s\n", p.Thinking)
+	}
+	fmt.Fprintf(w, "sha256:      %s\n", p.RoleSHA256)
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note:        %s\n", n)
+	}
+	fmt.Fprintf(w, "\n%s\n", p.Body)
 }
 
 func newTrustCmd(g *globals) *cobra.Command {
@@ -167,8 +262,20 @@ func newTrustCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trust [DIR]",
 		Short: "Trust a project root so its .ink/agents and .claude/agents profiles load (--list, --revoke DIR)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: "ink trust [DIR] trusts DIR (default: the current project's root), so that the agent profiles in " +
+			"DIR/.claude/agents and DIR/.ink/agents load. The list is kept in $INK_HOME/trust.json.\n" +
+			"ink trust --list prints the trusted roots; ink trust --revoke DIR stops trusting DIR.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			revoking := cmd.Flags().Changed("revoke")
+			switch {
+			case list && (revoking || len(args) > 0):
+				return usageErr("--list takes no directory and no --revoke; run `ink trust --list` alone")
+			case revoking && len(args) > 0:
+				return usageErr("give the directory once: `ink trust --revoke DIR`")
+			case revoking && strings.TrimSpace(revoke) == "":
+				return usageErr("--revoke needs a directory: `ink trust --revoke DIR` (see `ink trust --list`)")
+			}
 			home, err := inkHome()
 			if err != nil {
 				return err
@@ -179,18 +286,35 @@ func newTrustCmd(g *globals) *cobra.Command {
 			}
 			switch {
 			case list:
-				for _, r := range t.List() {
+				roots := t.List()
+				if g.json {
+					if roots == nil {
+						roots = []string{}
+					}
+					return json.NewEncoder(os.Stdout).Encode(map[string]any{"trusted": roots, "file": t.Path()})
+				}
+				if len(roots) == 0 {
+					fmt.Fprintln(os.Stderr, "ink: no project is trusted; trust one with `ink trust DIR`")
+				}
+				for _, r := range roots {
 					fmt.Println(r)
 				}
 				return nil
-			case revoke != "":
-				if err := t.Revoke(revoke); err != nil {
-					return usageErr("%v", err)
+			case revoking:
+				dir, err := filepath.Abs(revoke)
+				if err != nil {
+					return usageErr("--revoke %s: %v", revoke, err)
 				}
-				fmt.Printf("revoked trust in %s\n", revoke)
+				if err := t.Revoke(dir); err != nil {
+					if errors.Is(err, agents.ErrNotTrusted) {
+						return usageErr("%s is not trusted, so there is nothing to revoke; `ink trust --list` shows the trusted roots", dir)
+					}
+					return &exitError{code: exitFailed, msg: err.Error()}
+				}
+				fmt.Printf("no longer trusted: %s; its project agents no longer load\n", dir)
 				return nil
 			}
-			dir := ""
+			var dir string
 			if len(args) == 1 {
 				dir = args[0]
 			} else {
@@ -203,11 +327,49 @@ func newTrustCmd(g *globals) *cobra.Command {
 			if err := t.Add(dir); err != nil {
 				return usageErr("%v", err)
 			}
-			fmt.Printf("trusted %s: its agent profiles now load\n", dir)
+			real, _ := filepath.EvalSymlinks(dir)
+			real, _ = filepath.Abs(real)
+			fmt.Printf("trusted %s: the agent profiles in %s and %s now load\n", real,
+				filepath.Join(real, ".claude", "agents"), filepath.Join(real, ".ink", "agents"))
+			if root := agents.ProjectRoot(real); root != real {
+				fmt.Fprintf(os.Stderr, "ink: note: %s is inside the project %s, whose agents load only when %s itself is trusted (`ink trust %s`)\n", real, root, root, root)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list trusted project roots")
 	cmd.Flags().StringVar(&revoke, "revoke", "", "stop trusting DIR")
 	return cmd
+}
+
+// warnRelay passes the profile watcher's warnings (skipped files, kept
+// versions, untrusted projects) on as `warning` events. Warnings given
+// before the orchestrator exists wait for it, so the initial load's
+// warnings reach --json too. It is safe for concurrent use: the watcher
+// calls warn from its own goroutine.
+type warnRelay struct {
+	mu      sync.Mutex
+	orc     *orchestrator.Orchestrator
+	pending []string
+}
+
+func (r *warnRelay) warn(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.orc == nil {
+		r.pending = append(r.pending, msg)
+		return
+	}
+	r.orc.Warn("ink", msg)
+}
+
+// attach emits the pending warnings through orc and every later one at once.
+func (r *warnRelay) attach(orc *orchestrator.Orchestrator) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.orc = orc
+	for _, msg := range r.pending {
+		orc.Warn("ink", msg)
+	}
+	r.pending = nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/inkdev/ink/orchestrator"
@@ -59,14 +58,8 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 	}
-	var emit func(orchestrator.Event)
-	reg, err := profiles(watchCtx, home, cwd, func(msg string) {
-		if emit != nil {
-			emit(orchestrator.Event{Agent: "ink", Type: "warning", Fields: map[string]any{"text": msg}})
-		} else {
-			fmt.Fprintln(os.Stderr, "ink: warning: "+msg)
-		}
-	})
+	relay := &warnRelay{}
+	reg, err := profiles(watchCtx, home, cwd, relay.warn)
 	if err != nil {
 		stopWatch()
 		closeLog()
@@ -80,6 +73,6 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		closeLog()
 		return nil, usageErr("%v", err)
 	}
-	emit = func(e orchestrator.Event) { orc.Warn(e.Agent, e.Fields["text"].(string)) }
+	relay.attach(orc)
 	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }}, nil
 }
