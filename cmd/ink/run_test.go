@@ -406,3 +406,56 @@ func TestMaxParallel(t *testing.T) {
 		t.Fatal("no task.queued event although 16 tasks had to wait")
 	}
 }
+
+// TestInterrupt: Ctrl-C once cancels every agent: the child records
+// aborted, the main agent records how it stopped, ink exits 130 and no
+// worker remains.
+func TestInterrupt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "slow"}}]
+  - when: {depth: 0}
+    reply: {text: "after the child"}
+  - when: {depth: 1, turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "sleep 300"}}]
+  - when: {depth: 1}
+    reply: {text: "never"}
+`)
+	p := e.start("run", "--json", "--model", "script:"+script, "go")
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	childPid := int(waitForEvent(t, p, "task.start")["pid"].(float64))
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" && m["agent"] == "main/1" })
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 30*time.Second); code != 130 {
+		t.Fatalf("exit %d, want 130\nstderr:\n%s", code, p.stderr.String())
+	}
+	for _, pid := range []int{mainPid, childPid} {
+		if alive(pid) {
+			t.Fatalf("worker %d outlived the interrupted run", pid)
+		}
+	}
+	evs := events(t, p.stdout.Bytes())
+	end := ofType(evs, "task.end")
+	if len(end) != 1 || end[0]["status"] != "aborted" {
+		t.Fatalf("task.end = %v", end)
+	}
+	run := ofType(evs, "run.end")
+	if len(run) != 1 || run[0]["status"] != "aborted" {
+		t.Fatalf("run.end = %v", run)
+	}
+	list, _ := session.ListSessions(e.home, e.dir)
+	children, _ := session.ListChildren(list[0].Path)
+	ctr, err := session.Open(children[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := ctr.LastAttemptEnd(); !ok || a.Status != "aborted" {
+		t.Fatalf("child attempt end = %+v", a)
+	}
+}
