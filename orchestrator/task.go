@@ -52,6 +52,9 @@ func ParseTaskArgs(raw json.RawMessage) (TaskArgs, error) {
 	var a TaskArgs
 	if t, ok := probe["timeoutMs"]; ok {
 		var n json.Number
+		if len(t) == 0 || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
+			return TaskArgs{}, fmt.Errorf("task: timeoutMs must be an integer number of milliseconds ≥ 1000, got %s", t)
+		}
 		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.UseNumber()
 		if err := dec.Decode(&n); err != nil {
@@ -172,7 +175,7 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 		}
 		rec, err := worktree.Create(ctx, repo, o.cfg.InkHome, childID, os.Getpid())
 		if err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: create worktree: %v; retry without worktree", err))
+			return o.reject(parent, callID, args, fmt.Sprintf("task: %v (or retry the task without worktree)", err))
 		}
 		wt = &rec
 		cwd, root = rec.Cwd, rec.Path
@@ -328,29 +331,34 @@ func (o *Orchestrator) finish(parent, child *agentRun, callID string, args TaskA
 	return taskAnswer{Content: content, IsError: isErr, Record: rec, Child: child, Result: res}
 }
 
-// settleWorktree assesses a child's worktree after an attempt and removes it
-// only when it is clean and the child was not resumed.
+// settleWorktree unlocks a child's worktree after an attempt (its worker is
+// gone), assesses it, and removes it only when it is clean and the child was
+// not resumed. The returned line tells the user what happened to it and why.
 func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed bool) (disposition, detail string, lines []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := worktree.Unlock(ctx, rec); err != nil {
 		o.cfg.Logger.Warn("Worktree unlock failed", "path", rec.Path, "err", err)
 	}
-	a := worktree.Assess(ctx, rec)
-	switch {
-	case a.State == worktree.Clean && !resumed:
-		if err := worktree.Remove(ctx, rec); err != nil {
-			msg := fmt.Sprintf("[task] worktree cleanup failed: %v — %s and branch %s may still exist; see `ink worktrees ls`", err, rec.Path, rec.Branch)
-			return "removal-failed", err.Error(), []string{msg}
+	if resumed {
+		a := worktree.Assess(ctx, rec)
+		switch a.State {
+		case worktree.Clean:
+			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
+				"[task] no changes since baseline %s; worktree %s and branch %s kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm %s`)",
+				short(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
+		case worktree.WorkPresent:
+			return worktree.DispositionKeptWork, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
+		default:
+			return worktree.DispositionKeptUnknown, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
 		}
-		return "removed", "no changes", nil
-	case a.State == worktree.Clean:
-		return "kept-resumed", "a resumed worktree is never removed", []string{"[task] " + worktree.Describe(a, rec)}
-	case a.State == worktree.WorkPresent:
-		return "kept-work", a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
-	default:
-		return "kept-unknown", a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
 	}
+	out := worktree.Settle(ctx, rec)
+	detail = out.Assessment.Detail
+	if out.Disposition == worktree.DispositionRemovalFailed {
+		detail = out.Text
+	}
+	return out.Disposition, detail, []string{"[task] " + out.Text}
 }
 
 // childTools is the child's pool: the parent's tools minus task (unless the
