@@ -269,14 +269,33 @@ func (c *Client) Attempt(ctx context.Context) (pb.Worker_AttemptClient, error) {
 	return stream, nil
 }
 
+// shutdownWait bounds Kill's polite phase: the shutdown call and go-plugin's
+// own 2 s wait for the worker to exit.
+const shutdownWait = 3 * time.Second
+
 // Kill stops the worker: it asks it to shut down (its open streams end),
 // waits up to 2 s for it to exit, then SIGKILLs it, and finally SIGKILLs
 // its whole process group so that nothing it started in that group remains.
+// A worker that does not answer the shutdown call at all (stopped or wedged)
+// is SIGKILLed after shutdownWait.
 // It then removes the worker's socket directory. Kill blocks until the
 // worker is gone, is idempotent and may be called concurrently.
 func (c *Client) Kill() {
 	c.killOnce.Do(func() {
-		c.plugin.Kill()
+		done := make(chan struct{})
+		go func() {
+			c.plugin.Kill()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(shutdownWait):
+			// A stopped (SIGSTOP) or wedged worker never answers the
+			// shutdown call, and go-plugin waits for that answer with no
+			// bound: SIGKILL the group, which ends the call.
+			c.killProcessGroup()
+			<-done
+		}
 		c.killProcessGroup()
 		c.runnerMu.Lock()
 		pluginDir := c.pluginDir
