@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -108,20 +109,29 @@ func (g *globals) workDir() (string, error) {
 }
 
 // binding resolves --model (or the default choice) to a binding with its
-// effective endpoint.
+// effective endpoint, and checks up front that a worker can open it (a key
+// is set, the endpoint is a URL), so a bad choice is a usage error before
+// anything is written. The endpoint goes into launch records: it must not
+// carry credentials.
 func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 	if g.model == "" {
+		if g.baseURL != "" {
+			return model.Binding{}, usageErr("--base-url needs --model to name the server's model, e.g. --model openai/llama3.1 --base-url %s", g.baseURL)
+		}
 		b, err := providers.Default(ctx, os.Getenv)
 		if err != nil {
 			return model.Binding{}, usageErr("%v", err)
 		}
-		return b, nil
+		return b, checkBinding(b, "the default model")
 	}
 	b, err := model.ParseBinding(g.model)
 	if err != nil {
 		return model.Binding{}, usageErr("--model: %v", err)
 	}
 	if b.Provider == "script" {
+		if g.baseURL != "" {
+			return model.Binding{}, usageErr("--base-url is for a model server; the script model %s runs offline, so drop --base-url", g.model)
+		}
 		abs, err := filepath.Abs(b.Model)
 		if err != nil {
 			return model.Binding{}, usageErr("--model %s: %v", g.model, err)
@@ -130,11 +140,43 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 			return model.Binding{}, usageErr("--model %s: the script file does not exist", g.model)
 		}
 		b.Model = abs
+		return b, nil
 	}
 	if g.baseURL != "" {
+		if err := checkEndpoint(g.baseURL); err != nil {
+			return model.Binding{}, usageErr("--base-url %q: %v", g.baseURL, err)
+		}
 		b.BaseURL = g.baseURL
 	}
-	return providers.Resolve(b, os.Getenv), nil
+	b = providers.Resolve(b, os.Getenv)
+	return b, checkBinding(b, "--model "+g.model)
+}
+
+// checkBinding opens b the way a worker will (contacting nothing) and
+// refuses an endpoint with credentials in it.
+func checkBinding(b model.Binding, what string) error {
+	if b.Provider == "script" {
+		return nil
+	}
+	if _, err := providers.Open(b, os.Getenv); err != nil {
+		return usageErr("%v", err)
+	}
+	if u, err := url.Parse(b.BaseURL); err == nil && (u.User != nil || u.Query().Has("key") || u.Query().Has("api-key") || u.Query().Has("api_key")) {
+		return usageErr("%s: the endpoint carries credentials; ink records endpoints in session files, so put the key in the provider's key variable (e.g. OPENAI_API_KEY) and give the URL without it", what)
+	}
+	return nil
+}
+
+// checkEndpoint says what is wrong with a --base-url, if anything.
+func checkEndpoint(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not an http(s) URL (%v); give the server's address, e.g. http://127.0.0.1:8000/v1", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("not an http(s) URL; give the server's address, e.g. http://127.0.0.1:8000/v1")
+	}
+	return nil
 }
 
 // readPrompt takes the prompt argument; "-" reads stdin.
