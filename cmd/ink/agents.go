@@ -228,7 +228,8 @@ func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
 
 // showProfile prints one profile: its fields, ink's notes, then its body.
 func showProfile(w io.Writer, p agents.Profile) {
-	fmt.Fprintf(w, "name:        %s\ndescription: %s\nsource:      %s\n", p.Name, p.Description, p.Source)
+	desc := strings.ReplaceAll(strings.TrimRight(p.Description, "\n"), "\n", "\n             ")
+	fmt.Fprintf(w, "name:        %s\ndescription: %s\nsource:      %s\n", p.Name, desc, p.Source)
 	switch {
 	case p.Tools == nil:
 		fmt.Fprintf(w, "tools:       (the parent's)\n")
