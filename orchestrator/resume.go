@@ -44,7 +44,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID stri
 	if err != nil {
 		var le *session.LookupError
 		if errors.As(err, &le) {
-			return refuse(Problem{Code: le.Code, Message: le.Message})
+			return refuse(Problem{Code: le.Code, Message: strings.TrimPrefix(le.Message, fmt.Sprintf("cannot resume child %q: ", childID))})
 		}
 		return refuse(Problem{Code: "malformed", Message: err.Error()})
 	}
@@ -94,9 +94,9 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if st, err := lease.Probe(path); err == nil && st.State != lease.Free {
 		who := ""
 		if st.Meta != nil {
-			who = fmt.Sprintf(" by pid %d", st.Meta.Pid)
+			who = fmt.Sprintf(" (pid %d holds its lease)", st.Meta.Pid)
 		}
-		add("still-running", "the child is still running%s; wait for it to finish (see `ink leases ls`)", who)
+		add("still-running", "the child is still running%s; wait for it to finish, or see `ink leases ls`", who)
 	}
 	if len(tr.Messages) == 0 {
 		add("empty-transcript", "the transcript holds no messages; nothing to continue")
@@ -368,4 +368,3 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	}
 	return result(content, isErr, &rec)
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,9 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 				}
 				l, err = lease.Acquire(parent.transcript, lease.Owner{AttemptID: callID, Agent: "shell", SessionID: parent.sessionID})
 				if err != nil {
+					if existing && errors.Is(err, lease.ErrBusy) {
+						return fmt.Errorf("cannot resume child %q: still-running: the session that owns it is busy, another ink is continuing it: %w. Start a new task instead.", *opts.Args.Resume, err)
+					}
 					return err
 				}
 				l.StartHeartbeat(o.cfg.HeartbeatInterval)
@@ -121,12 +125,15 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 }
 
 // findOwner finds the session that owns childID: the named parent, or the
-// most recent session of this cwd with that child.
+// most recent session of this cwd with a transcript for that child. A
+// session whose children directory holds the child in any form (even one
+// that cannot be resumed) owns it, so that the resume names the real
+// problem (malformed, not-owned, …) rather than not-found.
 func (o *Orchestrator) findOwner(childID, parentID string) (path, id string, err error) {
 	if parentID != "" {
 		p, err := o.findMain(parentID)
 		if err != nil {
-			return "", "", err
+			return "", "", fmt.Errorf("cannot resume child %q: --parent %s: %v", childID, parentID, err)
 		}
 		return p, parentID, nil
 	}
@@ -134,10 +141,35 @@ func (o *Orchestrator) findOwner(childID, parentID string) (path, id string, err
 	if err != nil {
 		return "", "", fmt.Errorf("cannot resume child %q: %v", childID, err)
 	}
+	var known []string
 	for _, s := range sessions {
-		if _, err := session.FindChild(s.Path, s.ID, childID); err == nil {
+		if s.ID == "" {
+			continue
+		}
+		_, err := session.FindChild(s.Path, s.ID, childID)
+		var le *session.LookupError
+		if err == nil || !errors.As(err, &le) || le.Code != session.CodeNotFound {
 			return s.Path, s.ID, nil
 		}
+		for _, k := range le.Children {
+			if k.ID == "" || k.Problem != "" {
+				continue
+			}
+			st := k.LastStatus
+			if st == "" {
+				st = "never ran"
+			}
+			known = append(known, fmt.Sprintf("%s (%s, session %s)", k.ID, st, s.ID))
+		}
 	}
-	return "", "", fmt.Errorf("cannot resume child %q: no session of %s owns it (not-found); list sessions with `ink sessions ls`, or name the parent with --parent", childID, o.cfg.Cwd)
+	msg := fmt.Sprintf("cannot resume child %q: not-found: no session of %s has a child with that id", childID, o.cfg.Cwd)
+	switch {
+	case len(known) > 0:
+		msg += ". Children of this directory's sessions: " + strings.Join(known, ", ")
+	case len(sessions) == 0:
+		msg += " (this directory has no sessions)"
+	default:
+		msg += " (its sessions have no children)"
+	}
+	return "", "", fmt.Errorf("%s; run ink from the directory the child was started in, or name its session with --parent (see `ink sessions ls`)", msg)
 }

@@ -1,0 +1,670 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/inkdev/ink/session"
+)
+
+// tree is every file, symlink and directory under some roots: path ->
+// content, "symlink -> target" or "dir".
+type tree map[string]string
+
+// snapshot records every file, symlink and directory under roots.
+func snapshot(t *testing.T, roots ...string) tree {
+	t.Helper()
+	out := tree{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			switch {
+			case d.Type()&fs.ModeSocket != 0:
+				out[p] = "socket"
+			case d.Type()&fs.ModeSymlink != 0:
+				target, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				out[p] = "symlink -> " + target
+			case d.IsDir():
+				out[p] = "dir"
+			default:
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				out[p] = string(data)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// sameTree fails unless after holds exactly before, byte for byte.
+func sameTree(t *testing.T, what string, before, after tree) {
+	t.Helper()
+	for p, b := range before {
+		a, ok := after[p]
+		switch {
+		case !ok:
+			t.Errorf("%s: %s was removed", what, p)
+		case a != b:
+			t.Errorf("%s: %s changed:\nbefore: %q\nafter:  %q", what, p, clipForLog(b), clipForLog(a))
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("%s: %s was created", what, p)
+		}
+	}
+}
+
+func clipForLog(s string) string {
+	if len(s) > 400 {
+		return s[:200] + "…" + s[len(s)-200:]
+	}
+	return s
+}
+
+// shellRecords returns the TaskRecords of every shell session of e, oldest
+// first within a session.
+func shellRecords(t *testing.T, e *env, sessionPath string) []session.TaskRecord {
+	t.Helper()
+	tr, err := session.Open(sessionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []session.TaskRecord
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) > 0 {
+			rec, err := session.ParseTaskRecord(m.TaskRecord)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// launchChild runs `ink task` to the end and returns the child's id, its
+// transcript and its parent session's transcript.
+func launchChild(t *testing.T, e *env, wantCode int, args ...string) (id, path, parent string) {
+	t.Helper()
+	p, code := e.run(append([]string{"task", "--json"}, args...)...)
+	if code != wantCode {
+		t.Fatalf("ink task exited %d, want %d\nstderr:\n%s", code, wantCode, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	ends := ofType(evs, "task.end")
+	if len(ends) != 1 {
+		t.Fatalf("want one task.end, got %v", ends)
+	}
+	start := ofType(evs, "run.start")[0]
+	return ends[0]["childId"].(string), ends[0]["transcript"].(string), start["transcript"].(string)
+}
+
+// resumeOut runs `ink task --resume` and returns its exit code and stderr.
+func (e *env) resumeOut(args ...string) (int, string, string) {
+	e.t.Helper()
+	p, code := e.run(append([]string{"task"}, args...)...)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// TestResumeRefusals: every refusal code of a resume is provoked for real,
+// its message is checked, the exit code is 3 (2 for a malformed id), and
+// no file under INK_HOME or the project changed.
+func TestResumeRefusals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	proj := e.dir
+	agentsDir := filepath.Join(e.home, "agents")
+	if err := os.MkdirAll(agentsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(agentsDir, "scout.md")
+	const scout = "---\nname: scout\ndescription: looks around\ntools: read, grep, ls\n---\nYou look around and report.\n"
+	if err := os.WriteFile(profile, []byte(scout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const rules = "rules:\n  - reply: {text: \"looked around\"}\n"
+	script := e.write("s.yaml", rules)
+	other := e.write("other.yaml", rules)
+	id, childPath, parentPath := launchChild(t, e, 0, "--agent", "scout", "--model", "script:"+script, "look around")
+	parentID := strings.TrimSuffix(filepath.Base(parentPath), ".jsonl")
+	children := session.ChildrenDir(parentPath)
+
+	// refused runs ink with args, checks exit code want, that stderr holds
+	// every pattern and that no file changed.
+	refused := func(name string, want int, args []string, patterns ...string) {
+		t.Helper()
+		before := snapshot(t, e.home, filepath.Dir(proj))
+		code, stdout, stderr := e.resumeOut(args...)
+		if code != want {
+			t.Errorf("%s: exit %d, want %d\nstderr:\n%s", name, code, want, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%s: a refusal printed on stdout: %q", name, stdout)
+		}
+		for _, p := range patterns {
+			if !regexp.MustCompile(p).MatchString(stderr) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, p, stderr)
+			}
+		}
+		sameTree(t, name, before, snapshot(t, e.home, filepath.Dir(proj)))
+	}
+	model := "script:" + script
+	end := "Start a new task instead."
+
+	// Ids outside the alphabet never reach the file system.
+	refused("bad id", 2, []string{"--model", model, "--resume", "../" + id, "x"}, `not a child session id`)
+	refused("slash id", 2, []string{"--model", model, "--resume", "a/b", "x"}, `not a child session id`)
+
+	// not-found, with this parent's children and their last status.
+	refused("not-found with parent", 3, []string{"--model", model, "--parent", parentID, "--resume", "nosuchchild", "x"},
+		`not-found`, regexp.QuoteMeta(id+" (completed)"), regexp.QuoteMeta(end))
+	refused("not-found", 3, []string{"--model", model, "--resume", "nosuchchild", "x"},
+		`not-found`, regexp.QuoteMeta(id+" (completed"), regexp.QuoteMeta(end))
+
+	// Every drift is collected in one refusal: a child with no profile
+	// gets the task tool under --max-depth 2, and another script is
+	// another model.
+	plain, _, _ := launchChild(t, e, 0, "--model", model, "plain work")
+	refused("model and tools drift", 3, []string{"--model", "script:" + other, "--max-depth", "2", "--resume", plain, "x"},
+		`model-drift: launched on script:`+regexp.QuoteMeta(script)+`, would now run on script:`+regexp.QuoteMeta(other),
+		`tools-drift: launched with tools \[bash, edit, find, grep, ls, read, write\], would now get \[bash, edit, find, grep, ls, read, task, write\]`,
+		regexp.QuoteMeta(end))
+	refused("model drift", 3, []string{"--model", "script:" + other, "--resume", id, "x"}, `model-drift:`, regexp.QuoteMeta(end))
+
+	// A changed profile body changes the agent and the system prompt.
+	if err := os.WriteFile(profile, []byte(strings.Replace(scout, "report.", "report twice.", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused("agent drift", 3, []string{"--model", model, "--resume", id, "x"},
+		`agent-drift: agent "scout" changed`, `system-drift:`, regexp.QuoteMeta(end))
+	if err := os.Remove(profile); err != nil {
+		t.Fatal(err)
+	}
+	refused("agent missing", 3, []string{"--model", model, "--resume", id, "x"},
+		`agent-missing: agent "scout" is no longer defined`, regexp.QuoteMeta(end))
+	if err := os.WriteFile(profile, []byte(scout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// cwd: another directory, moved, deleted, replaced by a file. ink runs
+	// from elsewhere meanwhile.
+	elsewhere := filepath.Join(filepath.Dir(proj), "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = elsewhere
+	refused("cwd drift", 3, []string{"--model", model, "--cwd", elsewhere, "--parent", parentID, "--resume", id, "x"},
+		`cwd-drift: launched in `+regexp.QuoteMeta(proj)+`, the parent now works in `+regexp.QuoteMeta(elsewhere))
+	moved := filepath.Join(filepath.Dir(proj), "moved")
+	if err := os.Rename(proj, moved); err != nil {
+		t.Fatal(err)
+	}
+	refused("cwd moved", 3, []string{"--model", "script:" + filepath.Join(moved, "s.yaml"), "--cwd", moved, "--parent", parentID, "--resume", id, "x"},
+		`cwd-drift: launched in `+regexp.QuoteMeta(proj), `cwd-missing: the child's directory `+regexp.QuoteMeta(proj)+` is gone`)
+	refused("cwd deleted", 3, []string{"--model", "script:" + filepath.Join(moved, "s.yaml"), "--cwd", elsewhere, "--parent", parentID, "--resume", id, "x"},
+		`cwd-missing: the child's directory `+regexp.QuoteMeta(proj)+` is gone`)
+	if err := os.WriteFile(proj, []byte("a file now\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused("cwd replaced by a file", 3, []string{"--model", "script:" + filepath.Join(moved, "s.yaml"), "--cwd", elsewhere, "--parent", parentID, "--resume", id, "x"},
+		`cwd-not-directory: the child's directory `+regexp.QuoteMeta(proj)+` is no longer a directory`)
+	if err := os.Remove(proj); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(moved, proj); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = proj
+
+	// ambiguous: a copy of the transcript claims the same id.
+	orig, err := os.ReadFile(childPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(children, "copy.jsonl")
+	if err := os.WriteFile(dup, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("ambiguous", 3, []string{"--model", model, "--resume", id, "x"}, `ambiguous: 2 transcripts claim this id`, regexp.QuoteMeta(end))
+	os.Remove(dup)
+
+	// symlink: the child's file is a link to its real transcript.
+	real := filepath.Join(filepath.Dir(proj), "real.jsonl")
+	if err := os.Rename(childPath, real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, childPath); err != nil {
+		t.Fatal(err)
+	}
+	refused("symlink", 3, []string{"--model", model, "--parent", parentID, "--resume", id, "x"}, `symlink`, regexp.QuoteMeta(end))
+	os.Remove(childPath)
+	if err := os.Rename(real, childPath); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hand-made transcripts in the children directory.
+	hdr := func(m map[string]any) string {
+		m["type"], m["version"], m["createdAt"], m["cwd"] = "session", 1, "2026-01-02T03:04:05Z", proj
+		b, _ := json.Marshal(m)
+		return string(b) + "\n"
+	}
+	var launch map[string]any
+	{
+		var h map[string]any
+		json.Unmarshal(bytes.SplitN(orig, []byte("\n"), 2)[0], &h)
+		launch = h["launch"].(map[string]any)
+	}
+	put := func(name, body string) string {
+		p := filepath.Join(children, name+".jsonl")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := put("malformedchild", "{\"type\":\"session\",\"id\":\"malformedchild\",\n")
+	refused("malformed", 3, []string{"--model", model, "--parent", parentID, "--resume", "malformedchild", "x"}, `malformed:`, regexp.QuoteMeta(end))
+	os.Remove(p)
+	p = put("nolaunch", hdr(map[string]any{"id": "nolaunch", "parent": parentID}))
+	refused("missing-launch", 3, []string{"--model", model, "--resume", "nolaunch", "x"}, `missing-launch: its transcript .* has no launch record`, regexp.QuoteMeta(end))
+	os.Remove(p)
+	bad := map[string]any{}
+	for k, v := range launch {
+		bad[k] = v
+	}
+	bad["childId"] = "someoneelse"
+	p = put("badlaunch", hdr(map[string]any{"id": "badlaunch", "parent": parentID, "launch": bad}))
+	refused("invalid-launch", 3, []string{"--model", model, "--resume", "badlaunch", "x"}, `invalid-launch:`, regexp.QuoteMeta(end))
+	os.Remove(p)
+
+	// not-owned: another session's children directory holds this child.
+	_, _, parent2 := launchChild(t, e, 0, "--model", model, "another task")
+	parent2ID := strings.TrimSuffix(filepath.Base(parent2), ".jsonl")
+	stolen := filepath.Join(session.ChildrenDir(parent2), id+".jsonl")
+	if err := os.WriteFile(stolen, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("not-owned", 3, []string{"--model", model, "--parent", parent2ID, "--resume", id, "x"},
+		`not-owned: it belongs to session "`+parentID+`", not to this session "`+parent2ID+`"`, regexp.QuoteMeta(end))
+	os.Remove(stolen)
+
+	// version-drift: the same child resumed by another build of ink.
+	other2 := filepath.Join(t.TempDir(), "ink")
+	build := exec.Command("go", "build", "-o", other2, "-ldflags", "-X github.com/inkdev/ink/orchestrator.InkVersion=9.9.9", ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build another ink: %v\n%s", err, out)
+	}
+	before := snapshot(t, e.home, filepath.Dir(proj))
+	cmd := exec.Command(other2, "task", "--model", model, "--resume", id, "x")
+	cmd.Dir, cmd.Env = proj, e.vars
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Errorf("version drift: %v, want exit 3\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "version-drift: launched by ink "+launch["inkVersion"].(string)+", this is ink 9.9.9") {
+		t.Errorf("version drift: stderr:\n%s", stderr.String())
+	}
+	sameTree(t, "version drift", before, snapshot(t, e.home, filepath.Dir(proj)))
+
+	// After all that, the untouched child still resumes.
+	code, stdout, stderrS := e.resumeOut("--model", model, "--resume", id, "look again")
+	if code != 0 || !strings.HasPrefix(stdout, "looked around\n") || !strings.Contains(stdout, "(child lifetime: 2 attempts") {
+		t.Fatalf("resume after the refusals: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderrS)
+	}
+}
+
+// TestResumeNoRecord: ink and its child killed together leave neither a
+// parent TaskRecord nor an attempt end: the resume is refused with
+// no-record; a transcript with no message is refused with empty-transcript.
+func TestResumeNoRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", "rules:\n  - reply: {text: \"late\", delay: 60s}\n")
+	p := e.start("task", "--json", "--model", "script:"+script, "slow work")
+	st := waitForEvent(t, p, "task.start")
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "turn.start" && m["agent"] == "shell/1" })
+	childPid := int(st["pid"].(float64))
+	id := st["childId"].(string)
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	syscall.Kill(childPid, syscall.SIGKILL)
+	p.wait(t, time.Minute)
+	for deadline := time.Now().Add(10 * time.Second); alive(childPid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := snapshot(t, e.home, e.dir)
+	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
+	if code != 3 || !strings.Contains(stderr, "no-record: no settled record of this child") || !strings.HasSuffix(strings.TrimSpace(stderr), "Start a new task instead.") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	sameTree(t, "no-record", before, snapshot(t, e.home, e.dir))
+
+	// Only the header survives: nothing to continue.
+	list, _ := session.ListSessions(e.home, e.dir)
+	child := session.ChildPath(list[0].Path, id)
+	data, _ := os.ReadFile(child)
+	if err := os.WriteFile(child, data[:bytes.IndexByte(data, '\n')+1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before = snapshot(t, e.home, e.dir)
+	code, _, stderr = e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
+	if code != 3 || !strings.Contains(stderr, "empty-transcript:") || !strings.Contains(stderr, "no-record:") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	sameTree(t, "empty-transcript", before, snapshot(t, e.home, e.dir))
+}
+
+// TestResumeAfterSIGKILL: a child SIGKILLed during a slow bash call is
+// resumed: the interrupted call gets the outcome-unknown result and is not
+// run again, the new prompt runs, the transcript is one file with both
+// attempts, and the second TaskRecord keeps the childId with a new attemptId.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
+	script := e.write("s.yaml", `rules:
+  - when: {user: "carry on"}
+    reply: {text: "resumed and finished", usage: {input: 7, output: 3}}
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo ran >> `+count+`; echo $$ > `+pidFile+`; sleep 300"}}]
+      usage: {input: 11, output: 4}
+  - reply: {text: "the first attempt finished"}
+`)
+	p := e.start("task", "--json", "--model", "script:"+script, "run the slow command")
+	st := waitForEvent(t, p, "task.start")
+	id, childPid := st["childId"].(string), int(st["pid"].(float64))
+	bashPid := 0
+	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
+		}
+	}
+	if bashPid == 0 {
+		t.Fatal("the bash call never started")
+	}
+	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	if err := syscall.Kill(childPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, time.Minute); code != 1 {
+		t.Fatalf("killed child: exit %d, want 1\nstderr:\n%s", code, p.stderr.String())
+	}
+	first := shellRecord(t, e)
+	if first.Status != "crash" || !first.Launched || first.ChildID != id {
+		t.Fatalf("first TaskRecord %+v", first)
+	}
+
+	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "carry on")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\nstderr:\n%s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "resumed and finished\n") || strings.Contains(stdout, "first attempt") {
+		t.Fatalf("resume result:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "(child lifetime: 2 attempts, ≥7 in / ≥3 out)") || !strings.Contains(stdout, "(child: 1 turns, 7 in / 3 out)") {
+		t.Fatalf("resume result lacks this attempt's trailer or the lifetime line:\n%s", stdout)
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the recorded bash call ran again: count file %q", data)
+	}
+
+	list, _ := session.ListSessions(e.home, e.dir)
+	if len(list) != 1 {
+		t.Fatalf("want the one shell session, got %d", len(list))
+	}
+	children, _ := session.ListChildren(list[0].Path)
+	if len(children) != 1 || children[0].ID != id || children[0].Attempts != 2 || children[0].LastStatus != "completed" {
+		t.Fatalf("children %+v, want one child with 2 attempts", children)
+	}
+	tr, err := session.Open(children[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range tr.Messages {
+		r := string(m.Role)
+		for _, res := range m.Results {
+			if res.ToolName == "bash" {
+				if !res.IsError || !strings.Contains(res.Content, "interrupted before a result was recorded — the outcome is unknown; check before relying on it") {
+					t.Fatalf("bash result %+v", res)
+				}
+				r += "(unknown)"
+			}
+		}
+		roles = append(roles, r)
+	}
+	if got := strings.Join(roles, ","); got != "user,assistant,toolResult(unknown),user,assistant" {
+		t.Fatalf("child history %s", got)
+	}
+	recs := shellRecords(t, e, list[0].Path)
+	if len(recs) != 2 {
+		t.Fatalf("want 2 TaskRecords, got %d", len(recs))
+	}
+	if recs[1].ChildID != id || recs[1].AttemptID == recs[0].AttemptID || recs[1].Status != "completed" || !recs[1].Launched {
+		t.Fatalf("second TaskRecord %+v (first %+v)", recs[1], recs[0])
+	}
+	var starts []string
+	for _, a := range tr.Attempts() {
+		if a.Phase == "start" {
+			starts = append(starts, a.AttemptID)
+		}
+	}
+	if len(starts) != 2 || starts[1] != recs[1].AttemptID {
+		t.Fatalf("attempt starts %v, second TaskRecord %s", starts, recs[1].AttemptID)
+	}
+}
+
+// TestResumeTornTail: a final line cut mid-JSON, inside a multibyte
+// character, or missing only its newline is repaired byte-exactly on resume.
+func TestResumeTornTail(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {user: "again"}
+    reply: {text: "zweite Antwort ✓"}
+  - reply: {text: "première réponse ✓✓ fertig"}
+`)
+	cases := []struct {
+		name string
+		// cut returns the torn file and how many of its bytes must survive.
+		cut func(data []byte) ([]byte, int)
+	}{
+		{"inside a multibyte character of the final line", func(data []byte) ([]byte, int) {
+			ls := lastLineStart(data)
+			i := ls + bytes.Index(data[ls:], []byte("✓"))
+			return data[:i+1], ls
+		}},
+		{"mid-JSON of a message line", func(data []byte) ([]byte, int) {
+			data = data[:lastLineStart(data)] // the attempt end never got written
+			ls := lastLineStart(data)
+			i := ls + bytes.Index(data[ls:], []byte("è"))
+			return data[:i+1], ls
+		}},
+		{"a whole final line without its newline", func(data []byte) ([]byte, int) {
+			return data[:len(data)-1], len(data) - 1
+		}},
+	}
+	for _, c := range cases {
+		id, path, _ := launchChild(t, e, 0, "--model", "script:"+script, "first")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		torn, keep := c.cut(data)
+		if err := os.WriteFile(path, torn, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "again")
+		if code != 0 || !strings.HasPrefix(stdout, "zweite Antwort ✓\n") || strings.Contains(stdout, "première") {
+			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout, stderr)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(after[:keep], data[:keep]) {
+			t.Fatalf("%s: the bytes before the torn line changed", c.name)
+		}
+		if keep == len(data)-1 && after[keep] != '\n' {
+			t.Fatalf("%s: the final line was not terminated", c.name)
+		}
+		tr, err := session.Open(path)
+		if err != nil || tr.Torn != nil {
+			t.Fatalf("%s: repaired transcript: %v %+v", c.name, err, tr.Torn)
+		}
+		for i, line := range bytes.Split(bytes.TrimSuffix(after, []byte("\n")), []byte("\n")) {
+			if !json.Valid(line) {
+				t.Fatalf("%s: line %d is not JSON after the repair: %q", c.name, i+1, line)
+			}
+		}
+		if !bytes.Contains(after[keep:], []byte("zweite Antwort ✓")) {
+			t.Fatalf("%s: the new attempt was not appended", c.name)
+		}
+	}
+}
+
+func lastLineStart(data []byte) int {
+	return bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+}
+
+// TestResumeAttemptScoped: a resumed attempt that fails or says nothing
+// never reports the previous attempt's answer.
+func TestResumeAttemptScoped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {user: "fail now"}
+    reply: {error: "overloaded"}
+  - when: {user: "say nothing"}
+    reply: {text: ""}
+  - reply: {text: "the old answer"}
+`)
+	id, _, _ := launchChild(t, e, 0, "--model", "script:"+script, "first")
+	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "fail now")
+	if code != 1 || strings.Contains(stdout+stderr, "the old answer") || !strings.Contains(stderr, "overloaded") {
+		t.Fatalf("failed resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = e.resumeOut("--model", "script:"+script, "--resume", id, "say nothing")
+	if code != 0 || strings.Contains(stdout+stderr, "the old answer") || !strings.HasPrefix(stdout, "(subagent completed with no output)") {
+		t.Fatalf("silent resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "(child lifetime: 3 attempts") {
+		t.Fatalf("no lifetime line:\n%s", stdout)
+	}
+}
+
+// TestResumeStillRunning: resuming a child that still runs is refused with
+// still-running (exit 3), naming the worker's pid, and changes no file.
+func TestResumeStillRunning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {turn: 1}
+    reply: {text: "", calls: [{tool: bash, args: {command: "sleep 300"}}]}
+  - reply: {text: "done"}
+`)
+	p := e.start("task", "--json", "--model", "script:"+script, "keep running")
+	st := waitForEvent(t, p, "task.start")
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" })
+	id, pid := st["childId"].(string), int(st["pid"].(float64))
+	list, _ := session.ListSessions(e.home, e.dir)
+	child := session.ChildPath(list[0].Path, id)
+	before, _ := os.ReadFile(child)
+	beforeParent, _ := os.ReadFile(list[0].Path)
+	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "x")
+	if code != 3 || !strings.Contains(stderr, fmt.Sprintf("still-running: the child is still running (pid %d holds its lease)", pid)) {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	after, _ := os.ReadFile(child)
+	afterParent, _ := os.ReadFile(list[0].Path)
+	if !bytes.Equal(before, after) || !bytes.Equal(beforeParent, afterParent) {
+		t.Fatal("the refused resume changed a transcript")
+	}
+	if !alive(pid) {
+		t.Fatal("the running child died")
+	}
+}
+
+// TestResumeConcurrent: two `ink task --resume` of one child started
+// together: exactly one runs, the other exits 3 naming the holder's pid.
+func TestResumeConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {user: "race"}
+    reply: {text: "I won", delay: 2s}
+  - reply: {text: "first"}
+`)
+	id, path, _ := launchChild(t, e, 0, "--model", "script:"+script, "first")
+	a := e.start("task", "--model", "script:"+script, "--resume", id, "race")
+	b := e.start("task", "--model", "script:"+script, "--resume", id, "race")
+	ca, cb := a.wait(t, 2*time.Minute), b.wait(t, 2*time.Minute)
+	win, lose := a, b
+	if ca != 0 {
+		win, lose = b, a
+		ca, cb = cb, ca
+	}
+	if ca != 0 || cb != 3 {
+		t.Fatalf("exits %d and %d, want 0 and 3\nA:\n%s\nB:\n%s", ca, cb, a.stderr.String(), b.stderr.String())
+	}
+	if !strings.HasPrefix(win.stdout.String(), "I won\n") {
+		t.Fatalf("winner stdout %q", win.stdout.String())
+	}
+	m := regexp.MustCompile(`pid (\d+)`).FindStringSubmatch(lose.stderr.String())
+	if m == nil || !strings.Contains(lose.stderr.String(), "still-running") || !strings.Contains(lose.stderr.String(), "Start a new task instead.") {
+		t.Fatalf("the loser does not say the child is busy, naming the holder pid:\n%s", lose.stderr.String())
+	}
+	// The holder is the winning ink or its worker.
+	holders := []string{fmt.Sprint(win.cmd.Process.Pid)}
+	if w := regexp.MustCompile(`started \(pid (\d+)`).FindStringSubmatch(win.stderr.String()); w != nil {
+		holders = append(holders, w[1])
+	}
+	if !slices.Contains(holders, m[1]) {
+		t.Fatalf("the loser names pid %s, the holders are %v:\n%s", m[1], holders, lose.stderr.String())
+	}
+	tr, err := session.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, winners := 0, 0
+	for _, at := range tr.Attempts() {
+		if at.Phase == "start" {
+			starts++
+		}
+	}
+	for _, msg := range tr.Messages {
+		if msg.Text() == "I won" {
+			winners++
+		}
+	}
+	if starts != 2 || winners != 1 {
+		t.Fatalf("%d attempts and %d answers in the transcript, want 2 and 1", starts, winners)
+	}
+}
