@@ -3,12 +3,15 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
 // MergeRefusedError is a merge ink refused before touching anything: Why
 // says what to do, Files lists the files concerned (dirty files of the main
-// checkout, uncommitted files of the worktree, or conflicting files).
+// checkout, uncommitted files of the worktree, files the merge would
+// overwrite, or conflicting files).
 type MergeRefusedError struct {
 	Why   string
 	Files []string
@@ -43,7 +46,8 @@ type MergeResult struct {
 // off), under the repository lock. It refuses with *MergeRefusedError,
 // changing nothing, when the main checkout is detached or has uncommitted
 // changes, when the worktree has uncommitted work (commit it there first),
-// or when `git merge-tree` predicts conflicts.
+// when `git merge-tree` predicts conflicts, or when a file the merge adds
+// would overwrite an untracked or ignored file of the main checkout.
 func Merge(ctx context.Context, info Info) (MergeResult, error) {
 	rec := info.Record
 	if rec.RepoRoot == "" || rec.Branch == "" {
@@ -92,6 +96,26 @@ func Merge(ctx context.Context, info Info) (MergeResult, error) {
 	out, err := read(ctx, root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", tip)
 	switch exitCode(err) {
 	case 0:
+		// git would overwrite an ignored file in the way of a file the
+		// merge adds, and stop with its own message at an untracked one:
+		// refuse both here, naming them.
+		tree, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		added, err := read(ctx, root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", "HEAD", tree)
+		if err != nil {
+			return res, fmt.Errorf("merge %s: preflight: %w", info.ChildID, err)
+		}
+		var inWay []string
+		for _, f := range strings.Split(added, "\x00") {
+			if f == "" {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(f))); err == nil {
+				inWay = append(inWay, f)
+			}
+		}
+		if len(inWay) > 0 {
+			return res, &MergeRefusedError{Why: fmt.Sprintf("the merge would overwrite untracked or ignored files in the main checkout %s; move them away first", root), Files: inWay}
+		}
 	case 1:
 		ls := lines(out)
 		var files []string

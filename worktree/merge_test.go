@@ -108,6 +108,13 @@ func TestMergeRefusals(t *testing.T) {
 		{"uncommitted work in the worktree", func(t *testing.T, root string, rec Record) {
 			writeFile(t, rec.Path, "draft.txt", "wip")
 		}, "commit it in the worktree first", []string{"draft.txt"}},
+		{"untracked file in the way", func(t *testing.T, root string, rec Record) {
+			writeFile(t, root, "src/feature.go", "my own, never committed\n")
+		}, "would overwrite untracked or ignored files", []string{"src/feature.go"}},
+		{"ignored file in the way", func(t *testing.T, root string, rec Record) {
+			writeFile(t, root, ".git/info/exclude", "src/feature.go\n")
+			writeFile(t, root, "src/feature.go", "ignored, yet precious\n")
+		}, "would overwrite untracked or ignored files", []string{"src/feature.go"}},
 		{"detached main checkout", func(t *testing.T, root string, rec Record) {
 			git(t, root, "checkout", "-q", "--detach")
 		}, "not on a branch", nil},
