@@ -175,7 +175,9 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	}
 	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
 	if err != nil {
-		if errors.Is(err, lease.ErrBusy) {
+		// Busy, or a lease file that is a symlink or directory: nothing ran
+		// and nothing was written, so the attempt is refused.
+		if errors.Is(err, lease.ErrBusy) || errors.Is(err, lease.ErrBadLeaseFile) {
 			return outcome{Status: ipc.StatusRefused, Reason: err.Error()}
 		}
 		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
