@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/inkdev/ink/session"
 )
@@ -377,5 +379,329 @@ func TestWorktreeUnknownKeptForSafety(t *testing.T) {
 				t.Errorf("the main checkout changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})
+	}
+}
+
+// wtChildren returns the TaskRecords in the main transcript of an `ink run
+// --json`, in call order.
+func wtChildren(t *testing.T, evs []map[string]any) (*session.Transcript, []session.TaskRecord) {
+	t.Helper()
+	ends := ofType(evs, "run.end")
+	if len(ends) != 1 {
+		t.Fatalf("want one run.end, got %v", ends)
+	}
+	tr, err := session.Open(ends[0]["transcript"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []session.TaskRecord
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) > 0 {
+			rec, err := session.ParseTaskRecord(m.TaskRecord)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, rec)
+		}
+	}
+	return tr, recs
+}
+
+// wtToolOutputs returns the text of every tool result in a transcript.
+func wtToolOutputs(t *testing.T, path string) string {
+	t.Helper()
+	tr, err := session.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			b.WriteString(r.Content)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// TestWorktreeParallelSameFile: two worktree children edit and commit the
+// same file at the same time; each sees only its own edit, both worktrees
+// are kept, the main checkout is untouched, `ink worktrees merge` of the
+// first succeeds and of the second refuses, naming the conflicting file and
+// changing nothing.
+func TestWorktreeParallelSameFile(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"shared.txt": "base\n", "other.txt": "x\n"})
+	sync := filepath.Join(filepath.Dir(e.dir), "sync")
+	if err := os.Mkdir(sync, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Each child commits its edit, then waits until the other has committed
+	// too before it reads the file back: the two edits overlap for sure.
+	child := func(me, other string) string {
+		q, _ := json.Marshal(fmt.Sprintf("printf '%s\\n' > shared.txt && git commit -qam %s && touch %s/%s && "+
+			"for i in $(seq 600); do [ -e %s/%s ] && break; sleep 0.1; done && echo \"sees: $(cat shared.txt)\"", me, me, sync, me, sync, other))
+		return string(q)
+	}
+	script := e.wtOutside("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls:
+        - {tool: task, args: {prompt: "edit one", worktree: true}}
+        - {tool: task, args: {prompt: "edit two", worktree: true}}
+  - when: {depth: 0, tool: task}
+    reply: {text: "both children edited shared.txt"}
+  - when: {depth: 1, user: "edit one", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: `+child("one", "two")+`}}]
+  - when: {depth: 1, user: "edit two", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: `+child("two", "one")+`}}]
+  - when: {depth: 1}
+    reply: {text: "committed"}
+`)
+	before := e.wtMainState()
+	p, code := e.run("run", "--json", "--model", "script:"+script, "edit shared.txt twice")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	_, recs := wtChildren(t, evs)
+	if len(recs) != 2 {
+		t.Fatalf("want two TaskRecords, got %+v", recs)
+	}
+	want := []string{"one", "two"}
+	for i, rec := range recs {
+		w := rec.Worktree
+		if rec.Status != "completed" || w == nil || w.Disposition != "kept-work" {
+			t.Fatalf("child %d: status %s, worktree %+v; want completed and kept-work", i+1, rec.Status, w)
+		}
+		wtAssertKept(t, e, w)
+		out := wtToolOutputs(t, rec.Transcript.Path)
+		if !strings.Contains(out, "sees: "+want[i]+"\n") || strings.Contains(out, "sees: "+want[1-i]) {
+			t.Errorf("child %d should see only its own edit %q; its bash printed:\n%s", i+1, want[i], out)
+		}
+		data, err := os.ReadFile(filepath.Join(w.Path, "shared.txt"))
+		if err != nil || string(data) != want[i]+"\n" {
+			t.Errorf("shared.txt in %s = %q (%v), want %q", w.Path, data, err, want[i]+"\n")
+		}
+	}
+	if recs[0].Worktree.Path == recs[1].Worktree.Path {
+		t.Fatalf("both children got the same worktree %s", recs[0].Worktree.Path)
+	}
+	if after := e.wtMainState(); after != before {
+		t.Fatalf("the main checkout changed while the children worked:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	// Merge the first: it lands on main with a merge commit.
+	first, second := recs[0], recs[1]
+	mp, code := e.run("worktrees", "merge", first.ChildID)
+	if code != 0 {
+		t.Fatalf("merge of the first child exited %d\nstdout:\n%s\nstderr:\n%s", code, mp.stdout.String(), mp.stderr.String())
+	}
+	if !strings.Contains(mp.stdout.String(), "merged "+first.Worktree.Branch+" into main") {
+		t.Errorf("merge output = %q", mp.stdout.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "shared.txt")); string(data) != "one\n" {
+		t.Errorf("after merging the first child shared.txt = %q, want \"one\\n\"", data)
+	}
+	if msg := e.wtGit("log", "-1", "--format=%s"); !strings.Contains(msg, first.Worktree.Branch) {
+		t.Errorf("HEAD after the merge is %q, want a merge of %s", msg, first.Worktree.Branch)
+	}
+	if st := e.wtGit("status", "--porcelain"); st != "" {
+		t.Errorf("the main checkout is not clean after the merge:\n%s", st)
+	}
+
+	// Merge the second: refused (exit 3) with the conflicting file, and
+	// nothing changes.
+	merged := e.wtMainState()
+	mp, code = e.run("worktrees", "merge", second.ChildID)
+	if code != 3 {
+		t.Fatalf("merge of the second child exited %d, want 3\nstdout:\n%s\nstderr:\n%s", code, mp.stdout.String(), mp.stderr.String())
+	}
+	stderr := mp.stderr.String()
+	if !strings.Contains(stderr, "would conflict") || !strings.Contains(stderr, "shared.txt") || strings.Contains(stderr, "other.txt") {
+		t.Errorf("refusal does not name the conflicting file:\n%s", stderr)
+	}
+	if after := e.wtMainState(); after != merged {
+		t.Errorf("a refused merge changed the main checkout:\nbefore:\n%s\nafter:\n%s", merged, after)
+	}
+	wtAssertKept(t, e, second.Worktree)
+}
+
+// TestWorktreesCommands: `ink worktrees ls [--json] | diff | merge | rm
+// [--force] | prune` on the worktrees real children left, refusals
+// included: a dirty main checkout (files listed), unmerged work without
+// --force, a worktree whose supervisor still runs; prune removes only the
+// clean leftover of a child whose supervisor was killed.
+func TestWorktreesCommands(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	if p, code := e.run("worktrees", "ls"); code != 0 || p.stdout.String() != "no worktrees\n" {
+		t.Fatalf("ls with no worktrees: exit %d, %q", code, p.stdout.String())
+	}
+	if p, code := e.run("worktrees", "diff", "nosuchchild"); code != 2 || !strings.Contains(p.stderr.String(), "no worktree for child \"nosuchchild\"; list them with `ink worktrees ls`") {
+		t.Fatalf("diff of an unknown id: exit %d, stderr %q", code, p.stderr.String())
+	}
+	_, a := e.wtTask("feature", "echo feature > feature.txt && git add feature.txt && git commit -qm feature")
+	_, b := e.wtTask("draft", "echo change >> a.txt && git commit -qam change && echo draft > notes.txt")
+
+	// ls: one row per worktree with state, ahead/behind, dirty and lock.
+	p, code := e.run("worktrees", "ls")
+	if code != 0 {
+		t.Fatalf("ls exit %d: %s", code, p.stderr.String())
+	}
+	rows := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
+	if len(rows) != 3 || strings.Join(strings.Fields(rows[0]), " ") != "CHILD STATE BRANCH AHEAD/BEHIND DIRTY LOCKED PATH" {
+		t.Fatalf("ls output:\n%s", p.stdout.String())
+	}
+	wantRows := map[string]string{
+		a.ChildID: fmt.Sprintf("%s work-present %s 1/0 false no %s", a.ChildID, a.Worktree.Branch, a.Worktree.Path),
+		b.ChildID: fmt.Sprintf("%s work-present %s 1/0 true no %s", b.ChildID, b.Worktree.Branch, b.Worktree.Path),
+	}
+	for _, r := range rows[1:] {
+		f := strings.Fields(r)
+		if got := strings.Join(f, " "); got != wantRows[f[0]] {
+			t.Errorf("ls row %q, want %q", got, wantRows[f[0]])
+		}
+	}
+	p, code = e.run("worktrees", "ls", "--json")
+	if code != 0 {
+		t.Fatalf("ls --json exit %d: %s", code, p.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("ls --json printed %d lines, want 2:\n%s", len(lines), p.stdout.String())
+	}
+	for _, l := range lines {
+		var info struct {
+			ChildID string `json:"childId"`
+			Record  struct {
+				Path, Branch, Baseline, RepoRoot string
+			} `json:"record"`
+			Assessment struct {
+				State string `json:"state"`
+			} `json:"assessment"`
+			Ahead, Behind int
+			Dirty, Locked bool
+		}
+		if err := json.Unmarshal([]byte(l), &info); err != nil {
+			t.Fatalf("ls --json line %q: %v", l, err)
+		}
+		want := map[string]session.TaskRecord{a.ChildID: a, b.ChildID: b}[info.ChildID]
+		if want.Worktree == nil || info.Record.Path != want.Worktree.Path || info.Record.Branch != want.Worktree.Branch ||
+			info.Assessment.State != "work-present" || info.Ahead != 1 || info.Behind != 0 || info.Locked || info.Dirty != (info.ChildID == b.ChildID) ||
+			info.Record.RepoRoot != e.dir || info.Record.Baseline != e.wtGit("rev-parse", "HEAD") {
+			t.Errorf("ls --json line %s does not describe the child's worktree %+v", l, want.Worktree)
+		}
+	}
+
+	// diff: committed and untracked changes against the baseline.
+	p, code = e.run("worktrees", "diff", b.ChildID)
+	if code != 0 {
+		t.Fatalf("diff exit %d: %s", code, p.stderr.String())
+	}
+	for _, want := range []string{"+++ b/a.txt", "+change", "+++ b/notes.txt", "+draft"} {
+		if !strings.Contains(p.stdout.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, p.stdout.String())
+		}
+	}
+
+	// merge refuses while the main checkout has uncommitted changes, or an
+	// untracked file the merge would overwrite, listing the files.
+	e.write("a.txt", "hello\nlocal edit\n")
+	e.write("b.txt", "new\n")
+	e.wtGit("add", "b.txt")
+	dirty := e.wtMainState()
+	p, code = e.run("worktrees", "merge", a.ChildID)
+	if code != 3 || !strings.Contains(p.stderr.String(), "has uncommitted changes; commit or stash them first:\n  a.txt\n  b.txt\n") {
+		t.Fatalf("merge into a dirty checkout: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
+	if after := e.wtMainState(); after != dirty {
+		t.Fatalf("a refused merge changed the main checkout")
+	}
+	e.wtGit("reset", "-q", "--hard")
+	e.write("feature.txt", "my own feature notes\n")
+	dirty = e.wtMainState()
+	p, code = e.run("worktrees", "merge", a.ChildID)
+	if code != 3 || !strings.Contains(p.stderr.String(), "would overwrite untracked or ignored files") || !strings.Contains(p.stderr.String(), "\n  feature.txt") {
+		t.Fatalf("merge over an untracked file: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
+	if after := e.wtMainState(); after != dirty {
+		t.Fatalf("a refused merge changed the main checkout")
+	}
+	os.Remove(filepath.Join(e.dir, "feature.txt"))
+	if p, code = e.run("worktrees", "merge", a.ChildID); code != 0 {
+		t.Fatalf("merge exit %d: %s", code, p.stderr.String())
+	}
+	if data, err := os.ReadFile(filepath.Join(e.dir, "feature.txt")); err != nil || string(data) != "feature\n" {
+		t.Fatalf("the merge did not bring feature.txt: %q %v", data, err)
+	}
+
+	// rm refuses unmerged work without --force and removes merged work.
+	p, code = e.run("worktrees", "rm", b.ChildID)
+	if code != 3 || !strings.Contains(p.stderr.String(), "holds unmerged work") || !strings.Contains(p.stderr.String(), "ink worktrees rm --force "+b.ChildID) {
+		t.Fatalf("rm of unmerged work: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
+	wtAssertKept(t, e, b.Worktree)
+	if p, code = e.run("worktrees", "rm", a.ChildID); code != 0 {
+		t.Fatalf("rm of a merged worktree: exit %d: %s", code, p.stderr.String())
+	}
+	wtAssertGone(t, e, a.Worktree.Path, a.Worktree.Branch)
+
+	// A worktree whose supervisor runs is refused even with --force.
+	ready := filepath.Join(filepath.Dir(e.dir), "ready")
+	live := e.wtOutside("live.yaml", wtBashChild("touch "+ready+" && sleep 300"))
+	run := e.start("task", "--json", "--worktree", "--model", "script:"+live, "wait")
+	start := waitForEvent(t, run, "task.start")
+	path, worker := start["worktree"].(string), int(start["pid"].(float64))
+	liveID := filepath.Base(path)
+	waitFor(t, run, func(m map[string]any) bool { return m["type"] == "tool.start" })
+	p, code = e.run("worktrees", "rm", "--force", liveID)
+	if code != 3 || !strings.Contains(p.stderr.String(), fmt.Sprintf("locked by running process %d", run.cmd.Process.Pid)) {
+		t.Fatalf("rm --force of a live worktree: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a refused rm removed %s: %v", path, err)
+	}
+	p, _ = e.run("worktrees", "ls")
+	if !strings.Contains(p.stdout.String(), fmt.Sprintf("pid %d (live)", run.cmd.Process.Pid)) {
+		t.Errorf("ls does not show the live lock:\n%s", p.stdout.String())
+	}
+	if p, code = e.run("worktrees", "prune"); code != 0 || p.stdout.String() != "nothing to prune\n" {
+		t.Fatalf("prune with a live and a work-present worktree: exit %d, %q %s", code, p.stdout.String(), p.stderr.String())
+	}
+
+	// Kill the supervisor: the worker stops, the clean worktree is left
+	// locked by a dead pid; prune removes it and keeps the one with work.
+	if err := syscall.Kill(run.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	run.wait(t, time.Minute)
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(worker) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(worker) {
+		t.Fatalf("worker %d outlived its supervisor", worker)
+	}
+	p, _ = e.run("worktrees", "ls")
+	if !strings.Contains(p.stdout.String(), fmt.Sprintf("pid %d (dead)", run.cmd.Process.Pid)) {
+		t.Errorf("ls does not show the dead lock:\n%s", p.stdout.String())
+	}
+	p, code = e.run("worktrees", "prune")
+	if code != 0 || p.stdout.String() != "removed "+path+"\n" {
+		t.Fatalf("prune: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	}
+	wtAssertGone(t, e, path, "ink/"+liveID)
+	wtAssertKept(t, e, b.Worktree)
+
+	// rm --force drops unmerged work: directory, branch and registration.
+	if p, code = e.run("worktrees", "rm", "--force", b.ChildID); code != 0 || !strings.Contains(p.stdout.String(), "removed "+b.Worktree.Path+" and branch "+b.Worktree.Branch) {
+		t.Fatalf("rm --force: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	}
+	wtAssertGone(t, e, b.Worktree.Path, b.Worktree.Branch)
+	if p, code = e.run("worktrees", "ls"); code != 0 || p.stdout.String() != "no worktrees\n" {
+		t.Fatalf("ls after removing everything: %q", p.stdout.String())
 	}
 }
