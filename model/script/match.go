@@ -59,12 +59,13 @@ func newestUserText(msgs []model.Message) (string, bool) {
 	return "", false
 }
 
-// trailingResults returns the tool results of the trailing run of toolResult
-// messages: every result since the last assistant message (ink writes one
-// result per message, so one turn's results span several messages).
+// trailingResults returns every tool result since the last assistant
+// message (ink writes one result per message, so one turn's results span
+// several messages). A continued session adds its new user prompt after the
+// results that answered the interrupted calls; those results count too.
 func trailingResults(msgs []model.Message) []model.ToolResult {
 	start := len(msgs)
-	for start > 0 && msgs[start-1].Role == model.RoleToolResult {
+	for start > 0 && msgs[start-1].Role != model.RoleAssistant {
 		start--
 	}
 	var out []model.ToolResult
