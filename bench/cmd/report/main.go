@@ -1,0 +1,123 @@
+// Command report runs ink's benchmarks (DESIGN.md §12) and writes
+// docs/benchmarks.md: every figure beside its floor measured in the same
+// run, as a ratio, with the machine, the date and the load it ran under.
+//
+//	go run ./bench/cmd/report            # or: make bench
+//	go run ./bench/cmd/report -raw FILE  # render saved `go test -bench` output
+//
+// It runs, one `go test` at a time: the end-to-end benchmarks of package
+// bench (worker spawn, task round trip, fan-out, resume), and the lease and
+// worktree benchmarks that live beside their packages. A failing benchmark
+// stops it before anything is written.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// run is one `go test -bench` invocation.
+type run struct {
+	pkg       string
+	pattern   string
+	benchtime string
+}
+
+// runs are the invocations, in order. Each iteration of an end-to-end
+// benchmark takes from a fraction of a second to several seconds, so they
+// run a fixed count; the micro-benchmarks run for a fixed time.
+var runs = []run{
+	{"./bench", "^BenchmarkSpawn$", "20x"},
+	{"./bench", "^BenchmarkTaskRoundTrip$", "20x"},
+	{"./bench", "^BenchmarkFanOut$", "3x"},
+	{"./bench", "^BenchmarkResume$", "3x"},
+	{"./lease", "^(BenchmarkAcquireRelease|BenchmarkContention8)$", "2s"},
+	{"./worktree", "^BenchmarkWorktree$", "10x"},
+}
+
+func main() {
+	out := flag.String("o", "", "write the report here (default: docs/benchmarks.md in the module root)")
+	raw := flag.String("raw", "", "render this saved `go test -bench` output instead of running the benchmarks")
+	flag.Parse()
+	if err := report(*out, *raw); err != nil {
+		fmt.Fprintln(os.Stderr, "report: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+func report(out, raw string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join(root, "docs", "benchmarks.md")
+	}
+	m := describeMachine(root)
+	var output []byte
+	if raw != "" {
+		if output, err = os.ReadFile(raw); err != nil {
+			return fmt.Errorf("read saved output: %w", err)
+		}
+	} else {
+		if output, err = runAll(root, &m); err != nil {
+			return err
+		}
+	}
+	results, err := parseBench(bytes.NewReader(output))
+	if err != nil {
+		return err
+	}
+	doc, err := render(m, results, string(output))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("create the report's directory: %w", err)
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	fmt.Fprintln(os.Stderr, "report: wrote "+out)
+	return nil
+}
+
+// runAll runs every benchmark invocation in the module root, echoing the
+// output to stderr as it comes, and returns all of it.
+func runAll(root string, m *machine) ([]byte, error) {
+	var all bytes.Buffer
+	m.LoadBefore = loadAverage()
+	began := time.Now()
+	for _, r := range runs {
+		args := []string{"test", "-run", "^$", "-bench", r.pattern, "-benchtime", r.benchtime, "-count", "1", "-timeout", "60m", r.pkg}
+		fmt.Fprintf(os.Stderr, "report: go %s\n", strings.Join(args, " "))
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		var buf bytes.Buffer
+		cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+		cmd.Stderr = io.MultiWriter(&buf, os.Stderr)
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go %s failed (%v); nothing was written — fix the failing benchmark and run again", strings.Join(args, " "), err)
+		}
+		all.Write(buf.Bytes())
+	}
+	m.LoadAfter = loadAverage()
+	m.Took = time.Since(began).Round(time.Second)
+	return all.Bytes(), nil
+}
+
+// moduleRoot is the directory of the main module.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the module root (run this inside the ink repository): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// BenchmarkSpawn measures starting one `ink worker`, each iteration beside
+// the floor "forkexec": a bare fork/exec of the same binary (`ink version`,
+// run to its exit).
+//   - spawn-ready: ipc.Start (fork/exec, go-plugin handshake over the Unix
+//     socket, protocol check, Info) and Kill;
+//   - first-rpc: spawn-ready plus the first Attempt stream round trip: the
+//     Run message goes out and the worker's first event comes back, by which
+//     time it holds the transcript's lease and has the prompt on disk.
+func BenchmarkSpawn(b *testing.B) {
+	bin := inkBinary(b)
+	h := newHermetic(b)
+	ctx := context.Background()
+	forkExec := floor{name: "forkexec", run: func(b *testing.B) { h.run(b, bin, "version") }}
+	start := func(b *testing.B) *ipc.Client {
+		cmd := h.command(bin, "worker")
+		c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(h.home, "run")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+
+	b.Run("spawn-ready", func(b *testing.B) {
+		paired(b, func(b *testing.B) {
+			c := start(b)
+			if v := c.Info().GetProtocolVersion(); v != ipc.ProtocolVersion {
+				b.Fatalf("worker speaks protocol %d", v)
+			}
+			c.Kill()
+		}, forkExec)
+	})
+	b.Run("first-rpc", func(b *testing.B) {
+		script := h.write(b, "one-turn.yaml", oneTurnScript)
+		n := 0
+		paired(b, func(b *testing.B) {
+			n++
+			c := start(b)
+			defer c.Kill()
+			stream, err := c.Attempt(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := json.Marshal(oneTurnSpec(h, script, fmt.Sprintf("spawn-%d", n)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := stream.Send(&pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: data}}}); err != nil {
+				b.Fatal(err)
+			}
+			m, err := stream.Recv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if m.GetEvent() == nil {
+				b.Fatalf("first worker message is %v, want an event", m)
+			}
+		}, forkExec)
+	})
+}
+
+// oneTurnSpec is the attempt of a fresh main agent with no tools on the
+// script model at scriptPath.
+func oneTurnSpec(h *hermetic, scriptPath, tag string) ipc.AttemptSpec {
+	id := session.NewID()
+	return ipc.AttemptSpec{
+		InkHome:    h.home,
+		Transcript: session.MainPath(h.home, h.dir, id),
+		Create:     &session.Header{ID: id, Cwd: h.dir},
+		AttemptID:  tag + "-" + id,
+		SessionID:  id,
+		Label:      "main",
+		Binding:    model.Binding{Provider: "script", Model: scriptPath},
+		Cwd:        h.dir,
+		Root:       h.dir,
+		Prompt:     "say ok",
+	}
+}
