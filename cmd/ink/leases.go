@@ -103,8 +103,11 @@ type leaseRow struct {
 	AttemptID      string `json:"attemptId,omitempty"`
 	Epoch          int64  `json:"epoch,omitempty"`
 	HeartbeatAgeMs *int64 `json:"heartbeatAgeMs,omitempty"`
-	ProgressSeq    int64  `json:"progressSeq,omitempty"`
-	Error          string `json:"error,omitempty"`
+	// HeartbeatIntervalMs is the interval the holder beats at; the lease
+	// is hung once its heartbeat is 3 × this + 2s old.
+	HeartbeatIntervalMs int64  `json:"heartbeatIntervalMs,omitempty"`
+	ProgressSeq         int64  `json:"progressSeq,omitempty"`
+	Error               string `json:"error,omitempty"`
 }
 
 func rowOf(in lease.Info) leaseRow {
@@ -116,7 +119,7 @@ func rowOf(in lease.Info) leaseRow {
 	if m := in.Meta; m != nil {
 		age := in.HeartbeatAge.Milliseconds()
 		r.Pid, r.Agent, r.Session, r.AttemptID, r.Epoch = m.Pid, m.Agent, m.SessionID, m.AttemptID, m.Epoch
-		r.HeartbeatAgeMs, r.ProgressSeq = &age, m.ProgressSeq
+		r.HeartbeatAgeMs, r.HeartbeatIntervalMs, r.ProgressSeq = &age, m.HeartbeatInterval().Milliseconds(), m.ProgressSeq
 	}
 	return r
 }
