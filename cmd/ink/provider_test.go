@@ -40,12 +40,14 @@ type seen struct {
 }
 
 // reply is what a fake provider answers: an error status with a body, or
-// the SSE events of a stream.
+// the SSE events of a stream; cut drops the connection after the events,
+// before the stream's end.
 type reply struct {
 	status int
 	header http.Header
 	body   string
 	events []sseEvent
+	cut    bool
 }
 
 // sseEvent is one server-sent event; name is "" for OpenAI's data-only
@@ -103,6 +105,10 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		if fl != nil {
 			fl.Flush()
 		}
+	}
+	if rep.cut {
+		// Abort the connection mid-response, as a dropped network would.
+		panic(http.ErrAbortHandler)
 	}
 }
 
@@ -752,4 +758,110 @@ func TestProviderAnthropicEndToEnd(t *testing.T) {
 		t.Fatalf("child binding = %+v, want %+v", rec.Binding, want)
 	}
 	assertNoSecret(t, e.home, fakeAnthropicKey)
+}
+
+// TestProviderStreamCut: a child's stream is cut mid-reply by the server.
+// The child ends as a crash with the provider's reason, its usage marked
+// incomplete; the main agent gets the failure as the task result and
+// answers; ink exits 0 since the main agent completed.
+func TestProviderStreamCut(t *testing.T) {
+	t.Parallel()
+	srv := newFakeProvider(t, func(n int, s seen) reply {
+		var r oaiRequest
+		if err := json.Unmarshal(s.body, &r); err != nil {
+			return badRequest("body is not JSON")
+		}
+		if slices.Contains(r.toolNames(), "task") {
+			if r.last().Role == "tool" {
+				return oaiText("the child failed: "+firstLine(r.last().text()), 50, 5)
+			}
+			return oaiCall("call_1", "task", map[string]any{"prompt": "write a long report"}, 50, 5)
+		}
+		rep := oaiText("The first half of the report, and then", 40, 4)
+		rep.events = rep.events[:3] // role chunk and two text pieces, no finish, no usage, no [DONE]
+		rep.cut = true
+		return rep
+	})
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
+	p, code := e.run("run", "--json", "--model", "openai/test-model", "report")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.snapshot(), p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	end := ofType(evs, "task.end")
+	if len(end) != 1 || end[0]["status"] != "crash" || !strings.Contains(fmt.Sprint(end[0]["reason"]), "cut") {
+		t.Fatalf("task.end = %v, want a crash saying the stream was cut", end)
+	}
+	rec := onlyTaskRecord(t, ofType(evs, "run.end")[0]["transcript"].(string))
+	if rec.Status != "crash" || rec.Usage == nil || !rec.Usage.Incomplete || !strings.Contains(rec.Reason, "cut") {
+		t.Fatalf("TaskRecord status %q reason %q usage %+v, want crash, the cut, incomplete usage", rec.Status, rec.Reason, rec.Usage)
+	}
+	child, err := session.Open(rec.Transcript.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, ok := child.LastAttemptEnd(); !ok || last.Status != "crash" || last.Usage == nil || !last.Usage.Incomplete {
+		t.Fatalf("child's attempt end = %+v, want crash with incomplete usage", last)
+	}
+	// A reply cut after it began is not retried: what was shown stays shown.
+	if n := len(srv.requests()); n != 3 {
+		t.Fatalf("the server got %d requests, want 3 (main, child once, main)", n)
+	}
+	if got := ofType(evs, "run.end")[0]["text"].(string); !strings.HasPrefix(got, "the child failed: ") {
+		t.Fatalf("answer = %q", got)
+	}
+}
+
+// TestProviderEndpointDrift: a child launched on one endpoint is not
+// resumed on another (model-drift names both URLs, nothing changes), and
+// is resumed on the same one, which then sees the child's history.
+func TestProviderEndpointDrift(t *testing.T) {
+	t.Parallel()
+	answer := func(label string) func(int, seen) reply {
+		return func(n int, s seen) reply {
+			var r oaiRequest
+			if err := json.Unmarshal(s.body, &r); err != nil {
+				return badRequest("body is not JSON")
+			}
+			return oaiText(fmt.Sprintf("%s answer %d to %q after %d messages", label, n, r.last().text(), len(r.Messages)), 10, 2)
+		}
+	}
+	first := newFakeProvider(t, answer("first"))
+	second := newFakeProvider(t, answer("second"))
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+first.srv.URL+"/v1")
+	p, code := e.run("task", "--model", "openai/test-model", "look around")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	rec := shellRecord(t, e)
+	before, err := os.ReadFile(rec.Transcript.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e.vars = append(e.vars, "OPENAI_BASE_URL="+second.srv.URL+"/v1") // the last value wins
+	p, code = e.run("task", "--model", "openai/test-model", "--resume", rec.ChildID, "go on")
+	if code != 3 {
+		t.Fatalf("resume on another endpoint: exit %d, want 3\nstderr:\n%s", code, p.stderr.String())
+	}
+	want := "model-drift: launched on openai/test-model at " + first.srv.URL + "/v1, would now run on openai/test-model at " + second.srv.URL + "/v1"
+	if !strings.Contains(p.stderr.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, p.stderr.String())
+	}
+	if after, _ := os.ReadFile(rec.Transcript.Path); !bytes.Equal(before, after) {
+		t.Fatalf("a refused resume changed the child's transcript")
+	}
+	if n := len(second.requests()); n != 0 {
+		t.Fatalf("the second endpoint got %d requests", n)
+	}
+
+	e.vars = append(e.vars, "OPENAI_BASE_URL="+first.srv.URL+"/v1")
+	p, code = e.run("task", "--model", "openai/test-model", "--resume", rec.ChildID, "go on")
+	if code != 0 {
+		t.Fatalf("resume on the same endpoint: exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	if got := strings.TrimSpace(p.snapshot()); !strings.HasPrefix(got, `first answer 2 to "go on" after 4 messages`) {
+		t.Fatalf("resumed answer = %q, want the first server's second answer over the whole history (system, prompt, answer, new prompt)", got)
+	}
+	assertNoSecret(t, e.home, fakeOpenAIKey)
 }
