@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -222,11 +225,13 @@ func wtAssertGone(t *testing.T, e *env, path, branch string) {
 
 // TestWorktreeUntouchedRemoved: a worktree child that only looks around
 // works in its own worktree on its own branch, in the subdirectory its
-// parent was in; afterwards its directory, branch and registration are all
+// parent was in, and sees the committed file, not the parent's uncommitted
+// edit; afterwards its directory, branch and registration are all
 // gone, the result says so, and the main checkout is as it was.
 func TestWorktreeUntouchedRemoved(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n", "sub/b.txt": "b\n"})
+	e.write("sub/b.txt", "the parent's uncommitted edit\n")
 	before := e.wtMainState()
 	script := e.wtOutside("s.yaml", `rules:
   - when: {turn: 1}
@@ -432,15 +437,15 @@ func wtToolOutputs(t *testing.T, path string) string {
 func TestWorktreeParallelSameFile(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"shared.txt": "base\n", "other.txt": "x\n"})
-	sync := filepath.Join(filepath.Dir(e.dir), "sync")
-	if err := os.Mkdir(sync, 0o755); err != nil {
+	syncDir := filepath.Join(filepath.Dir(e.dir), "sync")
+	if err := os.Mkdir(syncDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// Each child commits its edit, then waits until the other has committed
 	// too before it reads the file back: the two edits overlap for sure.
 	child := func(me, other string) string {
 		q, _ := json.Marshal(fmt.Sprintf("printf '%s\\n' > shared.txt && git commit -qam %s && touch %s/%s && "+
-			"for i in $(seq 600); do [ -e %s/%s ] && break; sleep 0.1; done && echo \"sees: $(cat shared.txt)\"", me, me, sync, me, sync, other))
+			"for i in $(seq 600); do [ -e %s/%s ] && break; sleep 0.1; done && echo \"sees: $(cat shared.txt)\"", me, me, syncDir, me, syncDir, other))
 		return string(q)
 	}
 	script := e.wtOutside("s.yaml", `rules:
@@ -703,5 +708,155 @@ func TestWorktreesCommands(t *testing.T) {
 	wtAssertGone(t, e, b.Worktree.Path, b.Worktree.Branch)
 	if p, code = e.run("worktrees", "ls"); code != 0 || p.stdout.String() != "no worktrees\n" {
 		t.Fatalf("ls after removing everything: %q", p.stdout.String())
+	}
+}
+
+// wtFakeOpenAI is a Chat Completions server that answers every request
+// with the text "done" and keeps each request's system message.
+func wtFakeOpenAI(t *testing.T) (url string, systems func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		for _, m := range req.Messages {
+			if m.Role != "system" {
+				continue
+			}
+			var text string
+			if json.Unmarshal(m.Content, &text) != nil {
+				var parts []struct {
+					Text string `json:"text"`
+				}
+				json.Unmarshal(m.Content, &parts)
+				for _, p := range parts {
+					text += p.Text
+				}
+			}
+			mu.Lock()
+			seen = append(seen, text)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, chunk := range []string{
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake","choices":[{"index":0,"delta":{"role":"assistant","content":"done"},"finish_reason":null}]}`,
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", chunk)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// TestWorktreeSystemPrompt: the system prompt a worktree child's model
+// receives says where it works, that the parent's uncommitted changes are
+// not there, and to commit on its branch; the launch record fingerprints
+// exactly that prompt and records the worktree.
+func TestWorktreeSystemPrompt(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	url, systems := wtFakeOpenAI(t)
+	e.vars = append(e.vars, "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+url+"/v1")
+	p, code := e.run("task", "--worktree", "--model", "openai/fake", "look around")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	rec := wtLatestRecord(t, e)
+	w := rec.Worktree
+	if w == nil || w.Disposition != "removed" {
+		t.Fatalf("TaskRecord worktree = %+v, want removed", w)
+	}
+	got := systems()
+	if len(got) != 1 {
+		t.Fatalf("the fake provider saw %d system prompts, want 1", len(got))
+	}
+	system := got[0]
+	baseline := e.wtGit("rev-parse", "HEAD")
+	for _, want := range []string{
+		"\n# Worktree\nYou work in your own git worktree at " + w.Path + ", on branch " + w.Branch + ", created from the parent's HEAD (" + baseline[:12] + ").",
+		"The parent's uncommitted changes are not there.",
+		"Paths you were given refer to the parent checkout " + e.dir + "; translate them to the worktree.",
+		"Commit your work on your branch before you finish",
+	} {
+		if !strings.Contains(system, want) {
+			t.Errorf("the child's system prompt lacks %q:\n%s", want, system)
+		}
+	}
+	ctr, err := session.Open(rec.Transcript.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ctr.Header.Launch
+	if l == nil || l.Worktree == nil {
+		t.Fatalf("launch record without a worktree: %+v", l)
+	}
+	if l.System.SHA256 != session.SystemFingerprint(system) {
+		t.Errorf("launch record fingerprints another system prompt than the model received")
+	}
+	if l.Worktree.Path != w.Path || l.Worktree.Branch != w.Branch || l.Worktree.Baseline != baseline || l.Worktree.RepoRoot != e.dir ||
+		!strings.HasPrefix(l.Worktree.CreationReflog, baseline+" ") || l.Cwd != w.Path {
+		t.Errorf("launch record worktree %+v (cwd %s) does not match the worktree %+v at %s", l.Worktree, l.Cwd, w, baseline)
+	}
+}
+
+// TestWorktreeFromProfile: an agent profile with `worktree: true` gets a
+// worktree without the flag; --worktree=false overrides it.
+func TestWorktreeFromProfile(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "fixer.md"), []byte("---\nname: fixer\ndescription: fixes bugs on its own branch\nworktree: true\n---\nFix the bug and commit.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := e.wtOutside("s.yaml", wtBashChild("echo fixed >> a.txt && git commit -qam fix"))
+	p, code := e.run("task", "--json", "--agent", "fixer", "--model", "script:"+script, "fix it")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	start := ofType(evs, "task.start")
+	if len(start) != 1 || !strings.Contains(start[0]["worktree"].(string), "/worktrees/work-") {
+		t.Fatalf("task.start = %v, want a worktree", start)
+	}
+	end := ofType(evs, "task.end")
+	wt, _ := end[0]["worktree"].(map[string]any)
+	if len(end) != 1 || wt["disposition"] != "kept-work" || wt["path"] != start[0]["worktree"] {
+		t.Fatalf("task.end = %v, want the worktree kept with the fix", end)
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\n" {
+		t.Errorf("the profile's child edited the main checkout: a.txt = %q", data)
+	}
+	if msg := e.wtGitIn(wt["path"].(string), "log", "-1", "--format=%s"); msg != "fix" {
+		t.Errorf("the fix is not committed on the child's branch: %q", msg)
+	}
+
+	// --worktree=false wins over the profile: the child edits the checkout.
+	p, code = e.run("task", "--json", "--agent", "fixer", "--worktree=false", "--model", "script:"+script, "fix it here")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	if start := ofType(events(t, p.stdout.Bytes()), "task.start"); len(start) != 1 || start[0]["worktree"] != "" {
+		t.Fatalf("task.start = %v, want no worktree", start)
+	}
+	if msg := e.wtGit("log", "-1", "--format=%s"); msg != "fix" {
+		t.Errorf("without a worktree the fix should be committed in the main checkout, HEAD is %q", msg)
 	}
 }
