@@ -82,8 +82,12 @@ func probeLocal(ctx context.Context, p preset, base string, env func(string) str
 	if err != nil {
 		return false, "not answering (" + src + ")"
 	}
-	how := fmt.Sprintf("answering, %d models (%s)", len(names), src)
-	if len(names) > 0 {
+	how := "answering, but no models (" + src + ")"
+	switch len(names) {
+	case 0:
+	case 1:
+		how = fmt.Sprintf("answering, 1 model: %s (%s)", names[0], src)
+	default:
 		how = fmt.Sprintf("answering, %d models, first %s (%s)", len(names), names[0], src)
 	}
 	if p.keyVar != "" && env(p.keyVar) != "" {
