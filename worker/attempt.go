@@ -237,6 +237,13 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			if err := l.Check(); err != nil {
 				return err
 			}
+			if unansweredTask(ctx, m) {
+				// The supervisor died before the child's answer came: leave
+				// the call open so that continuing this session answers it
+				// from the child's own transcript, naming the child.
+				a.log.Info("Task call left open: the supervisor was lost before its answer")
+				return nil
+			}
 			if _, err := w.AppendMessage(m); err != nil {
 				return fmt.Errorf("transcript write: %w", err)
 			}
@@ -263,6 +270,16 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		return out
 	}
 	return a.end(w, l, out)
+}
+
+// unansweredTask reports whether m is the result of a task call that the
+// supervisor never answered because it was lost: such a call is left
+// without a result in the transcript (DESIGN.md §5, resume after host loss).
+func unansweredTask(ctx context.Context, m model.Message) bool {
+	if m.Role != model.RoleToolResult || len(m.TaskRecord) > 0 || len(m.Results) != 1 || m.Results[0].ToolName != "task" {
+		return false
+	}
+	return errors.Is(context.Cause(ctx), errHostLost)
 }
 
 // end records the attempt's end entry and returns out.
