@@ -30,7 +30,7 @@ type AttemptSpec struct {
 	// Answers are results for task calls left without a result in the
 	// transcript, found by the orchestrator in the children's own
 	// transcripts; they are appended before the crash-tail repair.
-	Answers []model.Message `json:"answers,omitempty"`
+	Answers []Answer `json:"answers,omitempty"`
 
 	AttemptID string        `json:"attemptId"`
 	SessionID string        `json:"sessionId"`
@@ -82,3 +82,18 @@ const (
 
 // HostLost is the reason recorded when the orchestrator disappears.
 const HostLost = "host lost"
+
+// Answer is one result for a task call left without a result, with the
+// TaskRecord to store beside it (model.Message does not carry its record in
+// JSON, so the record travels here).
+type Answer struct {
+	Message    model.Message   `json:"message"`
+	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+}
+
+// WithRecord returns the answer as a message carrying its TaskRecord.
+func (a Answer) WithRecord() model.Message {
+	m := a.Message
+	m.TaskRecord = a.TaskRecord
+	return m
+}

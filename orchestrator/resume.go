@@ -261,7 +261,7 @@ func (o *Orchestrator) lifetimeLine(path string) []string {
 // child's last attempt ended, else with the outcome-unknown text naming the
 // child so the model can resume it. Calls whose child cannot be found are
 // left to the worker's generic repair.
-func childAnswers(tr *session.Transcript) []model.Message {
+func childAnswers(tr *session.Transcript) []ipc.Answer {
 	answered := map[string]bool{}
 	for _, m := range tr.Messages {
 		for _, r := range m.Results {
@@ -278,7 +278,7 @@ func childAnswers(tr *session.Transcript) []model.Message {
 			}
 		}
 	}
-	var out []model.Message
+	var out []ipc.Answer
 	for _, m := range tr.Messages {
 		for _, c := range m.ToolCalls {
 			if c.Name != "task" || answered[c.ID] {
@@ -329,14 +329,14 @@ func firstPrompt(path string) string {
 
 // answerFromChild composes the result of a dangling task call from the
 // child's transcript.
-func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string) model.Message {
+func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string) ipc.Answer {
 	ctr, err := session.Open(childPath)
-	result := func(content string, isErr bool, rec *session.TaskRecord) model.Message {
-		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}
+	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
+		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
 		if rec != nil {
-			m.TaskRecord, _ = json.Marshal(rec)
+			a.TaskRecord, _ = json.Marshal(rec)
 		}
-		return m
+		return a
 	}
 	if err != nil {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
@@ -351,7 +351,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
 		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
 	})
-	content = "[task] recovered from the child's own transcript after the supervisor was lost.\n" + content
+	content = "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\n" + content
 	rec := session.TaskRecord{
 		Version: 1, AttemptID: end.AttemptID, TaskToolCallID: call.ID, ParentSessionID: parent.Header.ID, ChildID: id,
 		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,

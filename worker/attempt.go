@@ -365,7 +365,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 
 // danglingAnswers keeps the answers whose tool call is in msgs without a
 // result yet, in call order.
-func danglingAnswers(msgs []model.Message, answers []model.Message) []model.Message {
+func danglingAnswers(msgs []model.Message, answers []ipc.Answer) []model.Message {
 	if len(answers) == 0 {
 		return nil
 	}
@@ -376,8 +376,8 @@ func danglingAnswers(msgs []model.Message, answers []model.Message) []model.Mess
 		}
 	}
 	byID := map[string]model.Message{}
-	for _, ans := range answers {
-		if len(ans.Results) == 1 {
+	for _, a := range answers {
+		if ans := a.WithRecord(); len(ans.Results) == 1 {
 			byID[ans.Results[0].ToolCallID] = ans
 		}
 	}

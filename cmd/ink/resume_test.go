@@ -668,3 +668,195 @@ func TestResumeConcurrent(t *testing.T) {
 		t.Fatalf("%d attempts and %d answers in the transcript, want 2 and 1", starts, winners)
 	}
 }
+
+// TestRunSessionAfterHostLoss: ink is SIGKILLed while a child runs a slow
+// bash call; `ink run --session ID "go on"` continues the main session: the
+// model sees the interrupted task call with the child's id, and its
+// task({resume: id}) continues the child in the same transcript. Nothing is
+// lost and nothing runs twice.
+func TestRunSessionAfterHostLoss(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "sleep.pid")
+	const rules = `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls: [{tool: task, args: {prompt: "long job"}}]
+  - when: {depth: 1, user: "finish the job"}
+    reply: {text: "job finished after the resume"}
+  - when: {depth: 1, user: "long job", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo ran >> COUNT; sleep 300 & echo $! > PIDFILE; wait"}}]
+  - when: {depth: 0, tool: task, result: "job finished after the resume"}
+    reply: {text: "all done"}
+  - when: {depth: 0, tool: task, result: "child session id: CHILDID"}
+    reply:
+      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
+`
+	body := strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(rules)
+	script := e.write("s.yaml", body)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	st := waitForEvent(t, p, "task.start")
+	childID, childPid := st["childId"].(string), int(st["pid"].(float64))
+	sleepPid := 0
+	for deadline := time.Now().Add(30 * time.Second); sleepPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(data)), &sleepPid)
+		}
+	}
+	if sleepPid == 0 {
+		t.Fatal("the child's bash call never started")
+	}
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, time.Minute)
+	for _, pid := range []int{mainPid, childPid, sleepPid} {
+		for deadline := time.Now().Add(10 * time.Second); alive(pid) && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Fatalf("pid %d outlived its supervisor", pid)
+		}
+	}
+
+	// The model of the continued session knows the child's id only from
+	// what ink shows it.
+	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	evs := events(t, q.stdout.Bytes())
+	end := ofType(evs, "run.end")
+	if len(end) != 1 || end[0]["text"] != "all done" {
+		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
+	}
+	if starts := ofType(evs, "task.start"); len(starts) != 1 || starts[0]["childId"] != childID || starts[0]["resumed"] != true {
+		t.Fatalf("task.start %v, want the resumed child %s", starts, childID)
+	}
+
+	mainPath := end[0]["transcript"].(string)
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			results = append(results, r.Content)
+		}
+	}
+	if len(results) != 2 {
+		t.Fatalf("main results %q", results)
+	}
+	if !strings.Contains(results[0], "task interrupted after 1 turns: host lost") || !strings.Contains(results[0], "child session id: "+childID) {
+		t.Fatalf("the interrupted task call was answered with %q", results[0])
+	}
+	if !strings.HasPrefix(results[1], "job finished after the resume\n") {
+		t.Fatalf("the resumed task's result %q", results[1])
+	}
+
+	children, _ := session.ListChildren(mainPath)
+	if len(children) != 1 || children[0].ID != childID || children[0].Attempts != 2 || children[0].LastStatus != "completed" {
+		t.Fatalf("children %+v, want the one child with two attempts", children)
+	}
+	ctr, err := session.Open(children[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range ctr.Messages {
+		for _, r := range m.Results {
+			texts = append(texts, r.ToolName+": "+r.Content)
+		}
+		if m.Role == "assistant" && m.Text() != "" {
+			texts = append(texts, "text: "+m.Text())
+		}
+	}
+	if len(texts) != 2 || !strings.Contains(texts[0], "bash: interrupted: the supervisor was lost") || texts[1] != "text: job finished after the resume" {
+		t.Fatalf("child history %q", texts)
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the bash call ran again: %q", data)
+	}
+}
+
+// TestRunSessionAnswersFromChild: the main agent's worker is SIGKILLed
+// after one of its children finished but before the result was recorded;
+// continuing the main session answers the dangling task call with that
+// child's real final text and status, read from its own transcript.
+func TestRunSessionAnswersFromChild(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls:
+        - {tool: task, args: {prompt: "slow sibling"}}
+        - {tool: task, args: {prompt: "quick child"}}
+  - when: {depth: 1, user: "quick child"}
+    reply: {text: "quick report ✓", usage: {input: 40, output: 4}}
+  - when: {depth: 1, user: "slow sibling"}
+    reply: {text: "slow report", delay: 60s}
+  - when: {depth: 0, user: "go on", result: "quick report ✓"}
+    reply: {text: "main saw the quick report"}
+`)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	quick := waitFor(t, p, func(m map[string]any) bool { return m["type"] == "task.end" && m["status"] == "completed" })
+	quickID := quick["childId"].(string)
+	if err := syscall.Kill(mainPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, time.Minute); code != 1 {
+		t.Fatalf("killed main worker: exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	list, _ := session.ListSessions(e.home, e.dir)
+	before, err := session.Open(list[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scan := session.ScanPairs(before.Messages); len(scan.Missing) != 2 {
+		t.Fatalf("want both task calls left open by the killed worker, got %+v", scan)
+	}
+
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	if end := ofType(events(t, q.stdout.Bytes()), "run.end"); end[0]["text"] != "main saw the quick report" {
+		t.Fatalf("run.end %v", end)
+	}
+	tr, err := session.Open(list[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) == 0 {
+			continue
+		}
+		rec, err := session.ParseTaskRecord(m.TaskRecord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.ChildID != quickID {
+			continue
+		}
+		found = true
+		r := m.Results[0]
+		if r.IsError || !strings.Contains(r.Content, "quick report ✓\n") || !strings.Contains(r.Content, "(child: 1 turns, 40 in / 4 out)") {
+			t.Fatalf("the quick child's call was answered with %+v", r)
+		}
+		if rec.Status != "completed" || !rec.Launched || rec.Turns != 1 || rec.Usage == nil || rec.Usage.Input != 40 || !rec.TextPresent {
+			t.Fatalf("recovered TaskRecord %+v", rec)
+		}
+	}
+	if !found {
+		t.Fatal("no TaskRecord for the quick child after the continuation")
+	}
+}
