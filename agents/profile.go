@@ -30,6 +30,11 @@ type Profile struct {
 	// names and without duplicates. nil means the parent's tools; an empty,
 	// non-nil slice means none (every listed tool was dropped).
 	Tools []string
+	// UnknownTools are the names in `tools:`, as written, that are neither
+	// ink's tools nor Claude Code tools ink lacks (those are dropped with a
+	// note); usually typos. A task naming the agent is refused until they
+	// are fixed. nil when there are none.
+	UnknownTools []string
 	// Model is the `model:` field as written ("" when absent); see
 	// ResolveModel.
 	Model string
@@ -189,6 +194,10 @@ func Parse(path string, data []byte) (p Profile, err error) {
 			p.Tools = []string{}
 			for _, written := range names {
 				name, note := inkToolName(written)
+				if note != "" && !knownToolElsewhere(written) {
+					p.UnknownTools = appendUnique(p.UnknownTools, written)
+					note = fmt.Sprintf("tool %q is unknown (ink's tools: %s); a task with this agent is refused until the tools: line is fixed", written, strings.Join(InkTools, ", "))
+				}
 				if note != "" {
 					p.Notes = append(p.Notes, note)
 					continue

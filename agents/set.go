@@ -346,6 +346,9 @@ func (p Profile) clone() Profile {
 	if p.Notes != nil {
 		p.Notes = append([]string(nil), p.Notes...)
 	}
+	if p.UnknownTools != nil {
+		p.UnknownTools = append([]string(nil), p.UnknownTools...)
+	}
 	if p.Worktree != nil {
 		w := *p.Worktree
 		p.Worktree = &w

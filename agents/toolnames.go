@@ -65,3 +65,29 @@ func deniedToolName(written string) (name, note string) {
 	name, _ = inkToolName(written)
 	return name, ""
 }
+
+// claudeOnlyTools are Claude Code tools ink lacks (lower case). A profile
+// that lists one is read as it is: the tool is dropped with a note.
+var claudeOnlyTools = map[string]bool{
+	"webfetch": true, "websearch": true, "notebookedit": true, "notebookread": true,
+	"todowrite": true, "todoread": true, "bashoutput": true, "killshell": true, "killbash": true,
+	"slashcommand": true, "exitplanmode": true, "skill": true, "askuserquestion": true,
+	"listmcpresourcestool": true, "readmcpresourcetool": true, "task": true, "agent": true,
+}
+
+// knownToolElsewhere reports whether written names a tool that exists
+// somewhere, in ink or in Claude Code (MCP tools and argument patterns of
+// known tools included), as opposed to a name nobody knows.
+func knownToolElsewhere(written string) bool {
+	lower := strings.ToLower(written)
+	if claudeOnlyTools[lower] || strings.HasPrefix(written, "mcp__") || contains(InkTools, lower) {
+		return true
+	}
+	if _, ok := claudeToolNames[lower]; ok {
+		return true
+	}
+	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
+		return knownToolElsewhere(written[:open])
+	}
+	return false
+}
