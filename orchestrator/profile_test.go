@@ -54,9 +54,10 @@ func TestChildToolsNarrowing(t *testing.T) {
 		{name: "listed order, Claude names", prof: ptr(parse(t, "tools: Grep, Read, Glob")), want: "grep,read,find"},
 		{name: "every tool dropped", prof: ptr(parse(t, "tools: WebFetch, WebSearch")), want: ""},
 		{name: "task beyond depth", prof: ptr(parse(t, "tools: read, task")), wantErr: []string{
-			`agent "x" lists tools this child cannot have: task`,
-			"Available tools: read, grep, find, ls, edit, write, bash",
-			"raise --max-depth", "x.md"}},
+			`agent "x" lists tools it cannot have: task (task is not available at depth 1 with --max-depth 1, raise --max-depth to let this agent delegate).`,
+			"Available tools: read, grep, find, ls, edit, write, bash.", "x.md"}},
+		{name: "unknown tool names", prof: ptr(parse(t, "tools: Read, Gerp, WebFetch")), wantErr: []string{
+			`agent "x" lists tools it cannot have: Gerp (ink has no tool "Gerp"). Available tools: read, grep, find, ls, edit, write, bash.`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestChildToolsNarrowing(t *testing.T) {
 	narrowed := &agentRun{depth: 0, tools: []string{"read", "grep", "task"}}
 	o2 := newTestOrchestrator(t, Config{MaxDepth: 2})
 	if _, err := o2.childTools(narrowed, ptr(parse(t, "tools: read, bash"))); err == nil ||
-		!strings.Contains(err.Error(), "bash is not among the parent's tools") || !strings.Contains(err.Error(), "Available tools: read, grep, task") {
+		!strings.Contains(err.Error(), "cannot have: bash (bash is not among the parent's tools)") || !strings.Contains(err.Error(), "Available tools: read, grep, task") {
 		t.Fatalf("rejection = %v", err)
 	}
 }

@@ -155,6 +155,13 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 		if err != nil {
 			return o.reject(parent, callID, args, "task: "+err.Error())
 		}
+		if b.Provider != "script" && b != parent.binding {
+			// The profile's own provider must be usable (its key set)
+			// before anything is created for the child.
+			if _, err := providers.Open(b, os.Getenv); err != nil {
+				return o.reject(parent, callID, args, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source))
+			}
+		}
 		binding = b
 	}
 	childID := session.NewID()
@@ -374,11 +381,15 @@ func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]str
 		}
 		base = append(base, t)
 	}
-	if prof == nil || prof.Tools == nil {
+	if prof == nil {
+		return base, nil
+	}
+	var unknown []string
+	unknown = append(unknown, prof.UnknownTools...)
+	if prof.Tools == nil && len(unknown) == 0 {
 		return base, nil
 	}
 	out := []string{}
-	var unknown []string
 	for _, t := range prof.Tools {
 		if contains(base, t) {
 			if !contains(out, t) {
@@ -395,21 +406,19 @@ func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]str
 	for _, t := range unknown {
 		switch {
 		case t == "task" && contains(parent.tools, "task"):
-			why = append(why, fmt.Sprintf("task is not available at depth %d with --max-depth %d (raise --max-depth to let this agent delegate)", parent.depth+1, o.cfg.MaxDepth))
+			why = append(why, fmt.Sprintf("task is not available at depth %d with --max-depth %d, raise --max-depth to let this agent delegate", parent.depth+1, o.cfg.MaxDepth))
 		case contains(agents.InkTools, t):
 			why = append(why, fmt.Sprintf("%s is not among the parent's tools", t))
+		default:
+			why = append(why, fmt.Sprintf("ink has no tool %q", t))
 		}
 	}
 	avail := strings.Join(base, ", ")
 	if avail == "" {
 		avail = "none"
 	}
-	msg := fmt.Sprintf("task: agent %q lists tools this child cannot have: %s. Available tools: %s. Fix the tools: line of %s, or remove it to give the agent every available tool",
-		prof.Name, strings.Join(unknown, ", "), avail, prof.Source)
-	if len(why) > 0 {
-		msg += " (" + strings.Join(why, "; ") + ")"
-	}
-	return nil, fmt.Errorf("%s", msg)
+	return nil, fmt.Errorf("task: agent %q lists tools it cannot have: %s (%s). Available tools: %s. Fix the tools: line of %s, or remove it to give the agent every available tool",
+		prof.Name, strings.Join(unknown, ", "), strings.Join(why, "; "), avail, prof.Source)
 }
 
 // profile looks a profile up by name in the current profiles (hot reload:

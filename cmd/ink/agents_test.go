@@ -229,6 +229,7 @@ func TestProfileRejections(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	putProfileFile(t, filepath.Join(e.home, "agents", "delegator.md"), "---\nname: delegator\ndescription: hands work on\ntools: read, task\n---\n")
+	putProfileFile(t, filepath.Join(e.home, "agents", "typo.md"), "---\nname: typo\ndescription: misspelt\ntools: Read, Gerp\n---\n")
 	putProfileFile(t, filepath.Join(e.home, "agents", "lost.md"), "---\nname: lost\ndescription: no model\nmodel: script:nowhere.yaml\n---\n")
 	script := e.write("s.yaml", "rules:\n  - reply: {text: \"ran\"}\n")
 	for _, c := range []struct {
@@ -236,11 +237,12 @@ func TestProfileRejections(t *testing.T) {
 		want  []string
 	}{
 		{"delegator", []string{
-			`agent "delegator" lists tools this child cannot have: task. Available tools: read, grep, find, ls, edit, write, bash.`,
-			"Fix the tools: line of " + filepath.Join(e.home, "agents", "delegator.md"),
-			"raise --max-depth"}},
+			`agent "delegator" lists tools it cannot have: task (task is not available at depth 1 with --max-depth 1, raise --max-depth to let this agent delegate). Available tools: read, grep, find, ls, edit, write, bash.`,
+			"Fix the tools: line of " + filepath.Join(e.home, "agents", "delegator.md")}},
+		{"typo", []string{
+			`agent "typo" lists tools it cannot have: Gerp (ink has no tool "Gerp"). Available tools: read, grep, find, ls, edit, write, bash.`}},
 		{"lost", []string{`agent "lost": model script:nowhere.yaml: no such script file`, "fix the model: line of " + filepath.Join(e.home, "agents", "lost.md")}},
-		{"nobody", []string{`unknown agent "nobody"; available agents: delegator, lost`}},
+		{"nobody", []string{`unknown agent "nobody"; available agents: delegator, lost, typo`}},
 	} {
 		p, code := e.run("task", "--agent", c.agent, "--model", "script:"+script, "go")
 		if code != 3 {
