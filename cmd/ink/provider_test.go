@@ -865,3 +865,50 @@ func TestProviderEndpointDrift(t *testing.T) {
 	}
 	assertNoSecret(t, e.home, fakeOpenAIKey)
 }
+
+// TestProviderProfileWithoutKey: a profile whose model: names a provider
+// without its key is a task rejection that names the variable, before any
+// child transcript or worker exists; the main agent sees it and goes on.
+func TestProviderProfileWithoutKey(t *testing.T) {
+	t.Parallel()
+	srv := newFakeProvider(t, func(n int, s seen) reply {
+		var r oaiRequest
+		if err := json.Unmarshal(s.body, &r); err != nil {
+			return badRequest("body is not JSON")
+		}
+		if r.last().Role == "tool" {
+			return oaiText("rejected: "+r.last().text(), 50, 5)
+		}
+		return oaiCall("call_1", "task", map[string]any{"prompt": "review the diff", "agent": "reviewer"}, 50, 5)
+	})
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
+	profile := filepath.Join(e.home, "agents", "reviewer.md")
+	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(profile, []byte("---\nname: reviewer\ndescription: Reviews diffs\nmodel: anthropic/claude-x\n---\nReview carefully.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, code := e.run("run", "--json", "--model", "openai/test-model", "review it")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	if n := len(ofType(evs, "task.start")); n != 0 {
+		t.Fatalf("a child was started (%d task.start)", n)
+	}
+	answer := ofType(evs, "run.end")[0]["text"].(string)
+	for _, want := range []string{`agent "reviewer"`, "ANTHROPIC_API_KEY is not set", "change the model: line of " + profile} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("the rejection the model saw lacks %q: %s", want, answer)
+		}
+	}
+	mainPath := ofType(evs, "run.end")[0]["transcript"].(string)
+	rec := onlyTaskRecord(t, mainPath)
+	if rec.Status != "rejected" || rec.Launched || rec.ChildID != "" {
+		t.Fatalf("TaskRecord %+v, want a rejection with no child", rec)
+	}
+	if _, err := os.Stat(session.ChildrenDir(mainPath)); !os.IsNotExist(err) {
+		t.Fatalf("a children directory was created: %v", err)
+	}
+}
