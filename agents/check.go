@@ -9,8 +9,10 @@ import (
 )
 
 // Check lists every problem of the profile files in dir, in file order: each
-// file that cannot be parsed, and each name defined by more than one file
-// there (the later file wins when loaded). A missing or unreadable dir is a
+// file that cannot be parsed, each file whose tools: line names tools
+// nobody knows (Profile.UnknownTools: a task with that agent is refused),
+// and each name defined by more than one file there (the later file wins
+// when loaded). A missing or unreadable dir is a
 // problem too. An empty result means every file loads. Notes (dropped tools,
 // ignored fields) are not problems; Load's profiles carry them.
 func Check(dir string) []Problem {
@@ -40,8 +42,11 @@ func Check(dir string) []Problem {
 			problems = append(problems, pr)
 			continue
 		}
+		if len(p.UnknownTools) > 0 {
+			problems = append(problems, Problem{Path: path, Line: fieldLine(p, "tools:"), Reason: fmt.Sprintf("unknown tools %s (ink's tools: %s); a task with this agent is refused until the tools: line is fixed", strings.Join(p.UnknownTools, ", "), strings.Join(InkTools, ", "))})
+		}
 		if first, ok := firstSource[p.Name]; ok {
-			problems = append(problems, Problem{Path: path, Line: nameLine(p), Reason: fmt.Sprintf("name %q is also used by %s; only this file is loaded, rename one of them", p.Name, first)})
+			problems = append(problems, Problem{Path: path, Line: fieldLine(p, "name:"), Reason: fmt.Sprintf("name %q is also used by %s; only this file is loaded, rename one of them", p.Name, first)})
 			continue
 		}
 		firstSource[p.Name] = path
@@ -49,8 +54,9 @@ func Check(dir string) []Problem {
 	return problems
 }
 
-// nameLine finds the file line of the "name:" field, 0 if it is not found.
-func nameLine(p Profile) int {
+// fieldLine finds the file line of the frontmatter field that starts with
+// prefix (such as "name:"), 0 if it is not found.
+func fieldLine(p Profile, prefix string) int {
 	data, err := os.ReadFile(p.Source)
 	if err != nil {
 		return 0
@@ -60,7 +66,7 @@ func nameLine(p Profile) int {
 		return 0
 	}
 	for i, text := range strings.Split(front, "\n") {
-		if strings.HasPrefix(text, "name:") {
+		if strings.HasPrefix(text, prefix) {
 			return i + 1 + frontmatterOpenerLine
 		}
 	}

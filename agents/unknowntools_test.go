@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,22 @@ func TestParseUnknownTools(t *testing.T) {
 	}
 	if clean.UnknownTools != nil {
 		t.Errorf("Claude Code tools read as unknown: %v", clean.UnknownTools)
+	}
+}
+
+// TestCheckUnknownTools: Check reports a tools: line with unknown names at
+// its line; the file still loads.
+func TestCheckUnknownTools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "typo.md"), "---\nname: typo\ndescription: y\ntools: Read, Gerp\n---\n")
+	writeFile(t, filepath.Join(dir, "fine.md"), "---\nname: fine\ndescription: y\ntools: Read, WebFetch\n---\n")
+	problems := Check(dir)
+	if len(problems) != 1 {
+		t.Fatalf("problems %v, want one", problems)
+	}
+	want := "typo.md:4: unknown tools Gerp (ink's tools: read, grep, find, ls, edit, write, bash, task); a task with this agent is refused until the tools: line is fixed"
+	if got := problems[0].Error(); !strings.HasSuffix(got, want) {
+		t.Fatalf("problem %q, want it to end with %q", got, want)
 	}
 }
