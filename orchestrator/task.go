@@ -261,6 +261,14 @@ func (o *Orchestrator) runChild(ctx context.Context, parent, child *agentRun, ca
 			return o.reject(parent, callID, args, fmt.Sprintf("task: %v", err))
 		}
 	}
+	// A new worktree is locked from its creation; a resumed one is locked
+	// again, so that no prune or `ink worktrees rm` takes it from under the
+	// worker. settleWorktree unlocks it after the attempt.
+	if wt != nil && resumed {
+		if err := worktree.Lock(ctx, *wt, fmt.Sprintf("ink %s pid %d", child.sessionID, os.Getpid())); err != nil {
+			return o.reject(parent, callID, args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", wt.Path, err))
+		}
+	}
 	base := map[string]any{"childId": child.sessionID, "agentName": child.agent, "child": child.label, "toolCallId": callID}
 	release, err := o.acquireSlot(ctx, parent.label, parent.sessionID, base)
 	if err != nil {
