@@ -860,3 +860,100 @@ func TestWorktreeFromProfile(t *testing.T) {
 		t.Errorf("without a worktree the fix should be committed in the main checkout, HEAD is %q", msg)
 	}
 }
+
+// TestWorktreeRolledBackOnLaterRejection: a worktree made for a task that
+// is then rejected (here: the profile lists a tool the child cannot have)
+// is removed with its branch, and the main checkout is as it was.
+func TestWorktreeRolledBackOnLaterRejection(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "fixer.md"), []byte("---\nname: fixer\ndescription: fixes bugs\nworktree: true\ntools: read, bash, task\n---\nFix it.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := e.wtMainState()
+	script := e.wtOutside("s.yaml", wtBashChild("echo never >> a.txt"))
+	p, code := e.run("task", "--agent", "fixer", "--model", "script:"+script, "fix it")
+	if code != 3 || !strings.Contains(p.stderr.String(), `agent "fixer" lists tools`) {
+		t.Fatalf("exit %d, want 3 with the tools refusal\nstderr:\n%s", code, p.stderr.String())
+	}
+	if got := e.wtGit("worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
+		t.Errorf("the rejected task left a worktree:\n%s", got)
+	}
+	if got := e.wtGit("branch", "--list", "ink/*"); got != "" {
+		t.Errorf("the rejected task left branches: %s", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(e.home, "worktrees"))
+	if len(entries) != 0 {
+		t.Errorf("the rejected task left %d entries under INK_HOME/worktrees", len(entries))
+	}
+	if after := e.wtMainState(); after != before {
+		t.Errorf("the main checkout changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestWorktreeResumeAfterSIGKILL: a worktree child killed with SIGKILL after
+// a commit keeps its worktree; resumed, it continues in the same worktree
+// on the same branch with its commit, the worktree is locked while it runs
+// and kept afterwards.
+func TestWorktreeResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	script := e.wtOutside("s.yaml", `rules:
+  - when: {user: "^start$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo first >> a.txt && git commit -qam first-step && sleep 300"}}]
+  - when: {user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "pwd; git rev-parse --abbrev-ref HEAD; git log -1 --format=%s; git worktree list --porcelain"}}]
+  - when: {user: "^go on$", tool: bash, result: "first-step"}
+    reply: {text: "resumed in my worktree with my commit"}
+  - reply: {text: "lost my work"}
+`)
+	p := e.start("task", "--json", "--worktree", "--model", "script:"+script, "start")
+	start := waitForEvent(t, p, "task.start")
+	path, worker, id := start["worktree"].(string), int(start["pid"].(float64)), start["childId"].(string)
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" })
+	deadline := time.Now().Add(time.Minute)
+	for e.wtGitIn(path, "log", "-1", "--format=%s") != "first-step" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, time.Minute); code != 1 {
+		t.Fatalf("ink task exited %d, want 1 (crash)\nstderr:\n%s", code, p.stderr.String())
+	}
+	rec := wtLatestRecord(t, e)
+	if rec.Status != "crash" || rec.Worktree == nil || rec.Worktree.Disposition != "kept-work" || rec.Worktree.Path != path {
+		t.Fatalf("TaskRecord %+v (worktree %+v), want a crash with the worktree kept", rec, rec.Worktree)
+	}
+
+	r, code := e.run("task", "--resume", id, "--model", "script:"+script, "go on")
+	if code != 0 {
+		t.Fatalf("resume exited %d\nstdout:\n%s\nstderr:\n%s", code, r.stdout.String(), r.stderr.String())
+	}
+	if !strings.HasPrefix(r.stdout.String(), "resumed in my worktree with my commit\n") {
+		t.Fatalf("the resumed child did not find its commit:\n%s", r.stdout.String())
+	}
+	ctr, err := session.Open(rec.Transcript.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := wtToolOutputs(t, ctr.Path)
+	if !strings.Contains(out, path+"\nink/"+id+"\nfirst-step\n") {
+		t.Errorf("the resumed child did not run in %s on ink/%s:\n%s", path, id, out)
+	}
+	if !strings.Contains(out, "worktree "+path+"\n") || !strings.Contains(out, "\nlocked ink "+id+" pid ") {
+		t.Errorf("the worktree was not locked while the resumed worker ran in it:\n%s", out)
+	}
+	if !strings.Contains(r.stdout.String(), "[task] changes kept in worktree "+path+" on branch ink/"+id+" (1 commit since baseline ") {
+		t.Errorf("the resumed result does not say the worktree was kept with its commit:\n%s", r.stdout.String())
+	}
+	wtAssertKept(t, e, &session.WorktreeOutcome{Path: path, Branch: "ink/" + id})
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\n" {
+		t.Errorf("the main checkout's a.txt = %q", data)
+	}
+}
