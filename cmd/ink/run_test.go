@@ -132,6 +132,33 @@ func TestRunParallelChildren(t *testing.T) {
 		if end, ok := ctr.LastAttemptEnd(); !ok || end.Status != "completed" {
 			t.Fatalf("child transcript lacks a completed attempt end: %+v", end)
 		}
+		assertWorkerLog(t, e, rec.ChildID)
+	}
+	assertWorkerLog(t, e, tr.Header.ID)
+	// Workers print nothing: stdout holds only events, and stderr only
+	// ink's own progress lines.
+	for _, line := range strings.Split(strings.TrimSpace(p.stderr.String()), "\n") {
+		if line != "" && !strings.HasPrefix(line, "ink: ") {
+			t.Fatalf("stderr has a line that is not ink's: %q", line)
+		}
+	}
+}
+
+// assertWorkerLog checks that the worker of a session logged JSON lines to
+// $INK_HOME/logs/<sessionId>.log.
+func assertWorkerLog(t *testing.T, e *env, sessionID string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.home, "logs", sessionID+".log"))
+	if err != nil {
+		t.Fatalf("worker log: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatalf("worker log line is not JSON: %q", lines[0])
+	}
+	if !strings.Contains(string(data), `"msg":"Attempt end"`) {
+		t.Fatalf("worker log of %s lacks the attempt end:\n%s", sessionID, data)
 	}
 }
 
