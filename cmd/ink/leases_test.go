@@ -388,17 +388,19 @@ func TestShellParentUnderLease(t *testing.T) {
 	e := newEnv(t)
 	e.fastHeartbeat()
 	script := e.write("s.yaml", `rules:
-  - reply: {text: "finished", delay: 2s}
+  - reply: {text: "finished", delay: 5s}
 `)
 	p := e.start("task", "--json", "--model", "script:"+script, "work a little")
 	parent := waitForEvent(t, p, "run.start")["transcript"].(string)
 	start := waitForEvent(t, p, "task.start")
 	childPath := session.ChildPath(parent, start["childId"].(string))
-	rows := map[string]map[string]any{}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(rows) < 2 && time.Now().Before(deadline) {
+	// The child worker takes its lease once it is up; wait for both.
+	rows := e.leaseRows()
+	for deadline := time.Now().Add(30 * time.Second); rows[parent]["state"] != "held" || rows[childPath]["state"] != "held"; rows = e.leaseRows() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shell parent and the child were never both held: %v", rows)
+		}
 		time.Sleep(50 * time.Millisecond)
-		rows = e.leaseRows()
 	}
 	if r := rows[parent]; r["state"] != "held" || num(r, "pid") != p.cmd.Process.Pid || r["agent"] != "shell" {
 		t.Errorf("shell parent lease = %v, want held by ink task (pid %d)", r, p.cmd.Process.Pid)
