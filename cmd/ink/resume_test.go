@@ -860,3 +860,95 @@ func TestRunSessionAnswersFromChild(t *testing.T) {
 		t.Fatal("no TaskRecord for the quick child after the continuation")
 	}
 }
+
+// TestSessionsShow: `ink sessions show ID` prints the messages, the
+// attempts and the children with their last status; --json carries every
+// message with its TaskRecord; a child id shows that child's transcript;
+// a torn tail is reported, not hidden.
+func TestSessionsShow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "child A"}}, {tool: task, args: {prompt: "child B"}}]
+  - when: {depth: 0, tool: task}
+    reply: {text: "both reported"}
+  - when: {user: "child A"}
+    reply: {text: "report A"}
+  - reply: {error: "overloaded"}
+`)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "delegate the work")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	mainID := ofType(evs, "run.start")[0]["session"].(string)
+	status := map[string]string{}
+	for _, end := range ofType(evs, "task.end") {
+		status[end["childId"].(string)] = end["status"].(string)
+	}
+
+	q, code := e.run("sessions", "show", mainID)
+	out := q.stdout.String()
+	if code != 0 {
+		t.Fatalf("show: exit %d\n%s", code, q.stderr.String())
+	}
+	for _, want := range []string{"session " + mainID, "user: delegate the work", `→ task {"prompt":"child A"}`, "← task (ok) report A", "← task (error) task failed", "assistant: both reported", "ended completed (2 turns)", "children:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	for id, st := range status {
+		if !regexp.MustCompile(regexp.QuoteMeta(id) + ` +` + st + ` +1 attempt\(s\)`).MatchString(out) {
+			t.Errorf("show lacks child %s with status %s:\n%s", id, st, out)
+		}
+	}
+
+	q, code = e.run("sessions", "show", "--json", mainID)
+	if code != 0 {
+		t.Fatalf("show --json: exit %d", code)
+	}
+	var doc struct {
+		ID       string `json:"id"`
+		Messages []struct {
+			Role       string              `json:"role"`
+			TaskRecord *session.TaskRecord `json:"taskRecord"`
+		} `json:"messages"`
+		Children []struct {
+			ID         string `json:"id"`
+			LastStatus string `json:"lastStatus"`
+		} `json:"children"`
+	}
+	if err := json.Unmarshal(q.stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("show --json is not one JSON object: %v\n%s", err, q.stdout.String())
+	}
+	records := 0
+	for _, m := range doc.Messages {
+		if m.TaskRecord != nil {
+			records++
+			if status[m.TaskRecord.ChildID] != m.TaskRecord.Status {
+				t.Errorf("TaskRecord %+v does not match task.end %v", m.TaskRecord, status)
+			}
+		}
+	}
+	if doc.ID != mainID || len(doc.Messages) != 5 || records != 2 || len(doc.Children) != 2 {
+		t.Fatalf("show --json: %+v", doc)
+	}
+	for _, c := range doc.Children {
+		if status[c.ID] != c.LastStatus {
+			t.Errorf("child %s: lastStatus %q, task.end said %q", c.ID, c.LastStatus, status[c.ID])
+		}
+	}
+
+	// A child's own transcript, with a torn tail.
+	child := doc.Children[0].ID
+	list, _ := session.ListSessions(e.home, e.dir)
+	path := session.ChildPath(list[0].Path, child)
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, data[:len(data)-5], 0o600)
+	q, code = e.run("sessions", "show", child)
+	if out := q.stdout.String(); code != 0 || !strings.Contains(out, "child session "+child) || !strings.Contains(out, "parent "+mainID) || !strings.Contains(out, "the last line is torn") {
+		t.Fatalf("show child: exit %d\n%s%s", code, out, q.stderr.String())
+	}
+}

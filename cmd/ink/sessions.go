@@ -34,6 +34,9 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
+			for i := range list {
+				fillShellSummary(&list[i])
+			}
 			if g.json {
 				enc := json.NewEncoder(os.Stdout)
 				for _, s := range list {
@@ -74,25 +77,42 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if !session.ValidID(id) {
 				return usageErr("%q is not a session id (ids use only a-z, 0-9 and '-'); list them with `ink sessions ls`", id)
 			}
-			path := session.MainPath(home, cwd, id)
-			if _, err := os.Lstat(path); err != nil {
-				matches, _ := filepath.Glob(filepath.Join(home, "sessions", "*", id+".jsonl"))
-				if len(matches) != 1 {
-					return usageErr("no session %s; list them with `ink sessions ls`", id)
-				}
-				path = matches[0]
+			path, err := findTranscript(home, cwd, id)
+			if err != nil {
+				return err
 			}
 			tr, err := session.Open(path)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			children, _ := session.ListChildren(path)
-			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(map[string]any{"header": tr.Header, "path": path, "messages": tr.Messages, "attempts": tr.Attempts(), "children": children, "torn": tr.Torn})
+			var children []session.ChildSummary
+			if tr.Header.Parent == "" {
+				children, _ = session.ListChildren(path)
 			}
-			fmt.Printf("session %s  %s\ncwd %s\ntranscript %s\n\n", tr.Header.ID, tr.Header.CreatedAt.Local().Format(time.RFC1123), tr.Header.Cwd, path)
-			for _, m := range tr.Messages {
-				printMessage(m)
+			if g.json {
+				return json.NewEncoder(os.Stdout).Encode(showJSON(path, tr, children))
+			}
+			kind := "session"
+			if tr.Header.Parent != "" {
+				kind = "child session"
+			}
+			fmt.Printf("%s %s  %s\ncwd %s\ntranscript %s\n", kind, tr.Header.ID, tr.Header.CreatedAt.Local().Format(time.RFC1123), tr.Header.Cwd, path)
+			if tr.Header.Parent != "" {
+				fmt.Printf("parent %s\n", tr.Header.Parent)
+			}
+			fmt.Println()
+			for _, e := range tr.Entries {
+				switch {
+				case e.Message != nil:
+					printMessage(*e.Message)
+				case e.Attempt != nil && e.Attempt.Phase == session.PhaseEnd:
+					a := e.Attempt
+					reason := ""
+					if a.Reason != "" {
+						reason = ": " + a.Reason
+					}
+					fmt.Printf("-- attempt %s ended %s%s (%d turns)\n", a.AttemptID, a.Status, reason, a.Turns)
+				}
 			}
 			if tr.Torn != nil {
 				fmt.Printf("(the last line is torn: %s; it is repaired when the session is continued)\n", tr.Torn.Reason)
@@ -104,8 +124,9 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if c.Problem != "" {
 						p = "  (" + c.Problem + ")"
 					}
-					fmt.Printf("  %s  %-10s %d attempt(s)  %s%s\n", dash(c.ID), dash(c.LastStatus), c.Attempts, dash(c.Agent), p)
+					fmt.Printf("  %s  %-11s %d attempt(s)  agent %s%s\n", dash(c.ID), dash(c.LastStatus), c.Attempts, dash(c.Agent), p)
 				}
+				fmt.Println("continue a child with: ink task --resume <child id> \"…\"")
 			}
 			return nil
 		},
@@ -142,4 +163,98 @@ func clipLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// fillShellSummary completes the summary of a shell session (the parent of
+// children launched by `ink task`): it has no attempts and no user message,
+// so its last status is its newest TaskRecord's and its prompt is its first
+// task call's.
+func fillShellSummary(s *session.SessionSummary) {
+	if s.Problem != "" || (s.LastStatus != "" && s.FirstPrompt != "") {
+		return
+	}
+	tr, err := session.Open(s.Path)
+	if err != nil {
+		return
+	}
+	status, prompt := "", ""
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name != "task" || prompt != "" {
+				continue
+			}
+			var args struct {
+				Prompt string `json:"prompt"`
+				Resume string `json:"resume"`
+			}
+			if json.Unmarshal(c.Args, &args) == nil {
+				prompt = "task: " + args.Prompt
+			}
+		}
+		if len(m.TaskRecord) > 0 {
+			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil {
+				status = rec.Status
+			}
+		}
+	}
+	if s.LastStatus == "" {
+		s.LastStatus = status
+	}
+	if s.FirstPrompt == "" {
+		s.FirstPrompt = prompt
+	}
+}
+
+// findTranscript finds a session by id: a main session of cwd, then of any
+// directory, then a child session of any of them.
+func findTranscript(home, cwd, id string) (string, error) {
+	path := session.MainPath(home, cwd, id)
+	if _, err := os.Lstat(path); err == nil {
+		return path, nil
+	}
+	for _, pattern := range []string{
+		filepath.Join(home, "sessions", "*", id+".jsonl"),
+		filepath.Join(home, "sessions", "*", "*", "children", id+".jsonl"),
+	} {
+		matches, _ := filepath.Glob(pattern)
+		switch len(matches) {
+		case 0:
+		case 1:
+			return matches[0], nil
+		default:
+			return "", &exitError{code: exitFailed, msg: fmt.Sprintf("%d transcripts are named %s: %s", len(matches), id, strings.Join(matches, ", "))}
+		}
+	}
+	return "", usageErr("no session %s; list them with `ink sessions ls`", id)
+}
+
+// showJSON is the --json form of `ink sessions show`: the header, every
+// message with its TaskRecord, the attempts, the children and a torn tail.
+func showJSON(path string, tr *session.Transcript, children []session.ChildSummary) map[string]any {
+	msgs := make([]map[string]any, 0, len(tr.Messages))
+	for _, m := range tr.Messages {
+		var obj map[string]any
+		data, _ := json.Marshal(m)
+		json.Unmarshal(data, &obj)
+		if len(m.TaskRecord) > 0 {
+			obj["taskRecord"] = m.TaskRecord
+		}
+		msgs = append(msgs, obj)
+	}
+	kids := make([]map[string]any, 0, len(children))
+	for _, c := range children {
+		k := map[string]any{"id": c.ID, "path": c.Path, "lastStatus": c.LastStatus, "attempts": c.Attempts}
+		if c.Agent != "" {
+			k["agent"] = c.Agent
+		}
+		if c.Problem != "" {
+			k["problem"] = c.Problem
+		}
+		kids = append(kids, k)
+	}
+	out := map[string]any{"id": tr.Header.ID, "path": path, "header": tr.Header, "messages": msgs, "attempts": tr.Attempts(), "children": kids}
+	if tr.Torn != nil {
+		out["torn"] = map[string]any{"line": tr.Torn.Line, "offset": tr.Torn.Offset, "bytes": tr.Torn.Bytes, "reason": tr.Torn.Reason}
+	}
+	return out
 }
