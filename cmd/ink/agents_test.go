@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,4 +327,53 @@ func (e *env) gitIn(args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
 	cmd.Dir, cmd.Env = e.dir, e.vars
 	return cmd
+}
+
+// TestProfileOtherProvider: the main agent runs on the script model and a
+// profile's model: names openai; the child is its own worker on that
+// provider (the Chat Completions server sees its request with the
+// profile's model, body and narrowed tools), and the launch record holds
+// that binding.
+func TestProfileOtherProvider(t *testing.T) {
+	t.Parallel()
+	srv := newFakeProvider(t, func(n int, s seen) reply {
+		var r oaiRequest
+		if err := json.Unmarshal(s.body, &r); err != nil {
+			return badRequest("body is not JSON")
+		}
+		return oaiText(fmt.Sprintf("openai child: model %s, tools %s", r.Model, strings.Join(r.toolNames(), ",")), 60, 6)
+	})
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
+	putProfileFile(t, filepath.Join(e.home, "agents", "remote.md"), "---\nname: remote\ndescription: runs elsewhere\nmodel: openai/test-model\ntools: Read, LS\n---\nYou run on another provider.\n")
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply: {calls: [{tool: task, args: {prompt: "answer from afar", agent: remote}}]}
+  - when: {depth: 0, result: "openai child: model test-model, tools ls,read"}
+    reply: {text: "the remote agent answered"}
+  - reply: {text: "unexpected"}
+`)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "go")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	if got := ofType(evs, "run.end")[0]["text"]; got != "the remote agent answered" {
+		t.Fatalf("run.end text %q\nstderr:\n%s", got, p.stderr.String())
+	}
+	reqs := srv.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the provider saw %d requests, want the child's one", len(reqs))
+	}
+	r := parseOAI(t, reqs[0])
+	if len(r.Messages) == 0 || r.Messages[0].Role != "system" || !strings.Contains(r.Messages[0].text(), "# Agent profile\nYou run on another provider.") {
+		t.Errorf("the child's system prompt lacks its profile body: %+v", r.Messages)
+	}
+	l := launchRecordOf(t, ofType(evs, "task.end")[0]["transcript"].(string))
+	if l.Binding.Provider != "openai" || l.Binding.Model != "test-model" || l.Binding.BaseURL != srv.srv.URL+"/v1" {
+		t.Errorf("launch binding %+v, want openai/test-model at %s/v1", l.Binding, srv.srv.URL)
+	}
+	if strings.Join(l.Tools, ",") != "ls,read" || l.Agent == nil || l.Agent.Name != "remote" {
+		t.Errorf("launch tools %v agent %+v", l.Tools, l.Agent)
+	}
+	assertNoSecret(t, e.home, fakeOpenAIKey)
 }
