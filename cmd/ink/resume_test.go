@@ -952,3 +952,63 @@ func TestSessionsShow(t *testing.T) {
 		t.Fatalf("show child: exit %d\n%s%s", code, out, q.stderr.String())
 	}
 }
+
+// TestResumeSystemDrift: a new agent profile changes the main agent's
+// system prompt (it advertises the agents), so a child launched before is
+// refused with system-drift alone when the main agent resumes it; the
+// model sees the refusal as a tool error and no transcript of the child
+// changes.
+func TestResumeSystemDrift(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const rules = `rules:
+  - when: {depth: 0, user: "^start$", turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "look"}}]
+  - when: {depth: 0, user: "^start$"}
+    reply: {text: "child done"}
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {resume: "CHILDID", prompt: "look again"}}]
+  - when: {depth: 0, tool: task, result: "system-drift"}
+    reply: {text: "refused for drift"}
+  - when: {depth: 0}
+    reply: {text: "unexpected"}
+  - reply: {text: "looked"}
+`
+	script := e.write("s.yaml", rules)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "start")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	mainID := ofType(evs, "run.start")[0]["session"].(string)
+	childID := ofType(evs, "task.end")[0]["childId"].(string)
+	e.write("s.yaml", strings.ReplaceAll(rules, "CHILDID", childID))
+	dir := filepath.Join(e.home, "agents")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "reviewer.md"), []byte("---\nname: reviewer\ndescription: reviews diffs\n---\nReview.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := session.ListSessions(e.home, e.dir)
+	children := session.ChildrenDir(list[0].Path)
+	before := snapshot(t, children)
+
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "resume it")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\n%s", code, q.stderr.String())
+	}
+	if got := ofType(events(t, q.stdout.Bytes()), "run.end")[0]["text"]; got != "refused for drift" {
+		t.Fatalf("run.end text %q", got)
+	}
+	sameTree(t, "system drift", before, snapshot(t, children))
+	tr, _ := session.Open(list[0].Path)
+	res := resultMessages(tr)
+	last := res[len(res)-1]
+	if !strings.Contains(last, "- system-drift: the assembled system prompt changed since launch") || !strings.HasSuffix(last, "Start a new task instead.") {
+		t.Fatalf("refusal %q", last)
+	}
+	if n := strings.Count(last, "\n- "); n != 1 {
+		t.Fatalf("want system-drift alone, got %d problems: %q", n, last)
+	}
+}
