@@ -9,12 +9,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
 )
 
 func newWorktreesCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "worktrees", Short: "List, diff, merge and remove the worktrees of children"}
+	cmd := &cobra.Command{
+		Use:   "worktrees",
+		Short: "List, diff, merge and remove the worktrees of children",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("unknown command %q for ink worktrees; the commands are ls, diff ID, merge ID, rm ID [--force] and prune", args[0])
+			}
+			return cmd.Help()
+		},
+	}
 	find := func(cmd *cobra.Command, id string) (worktree.Info, error) {
+		if !session.ValidID(id) {
+			return worktree.Info{}, usageErr("%q is not a child id (ids use only a-z, 0-9 and '-'); list the worktrees with `ink worktrees ls`", id)
+		}
 		home, err := inkHome()
 		if err != nil {
 			return worktree.Info{}, err
@@ -72,7 +86,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "diff ID",
 		Short: "Show a child's changes against its baseline, untracked files included",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := find(cmd, args[0])
 			if err != nil {
@@ -87,7 +101,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "merge ID",
 		Short: "Merge a child's branch into the current branch of the main checkout (refuses on conflicts)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := find(cmd, args[0])
 			if err != nil {
@@ -113,7 +127,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 	rm := &cobra.Command{
 		Use:   "rm ID",
 		Short: "Remove a child's worktree and branch (refuses unmerged work unless --force)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := find(cmd, args[0])
 			if err != nil {
@@ -154,6 +168,14 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// oneChildID accepts exactly one argument, the child id of a worktree.
+func oneChildID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErr("ink worktrees %s takes one child id, got %d arguments; list the worktrees with `ink worktrees ls`", cmd.Name(), len(args))
+	}
+	return nil
 }
 
 func short(sha string) string {
