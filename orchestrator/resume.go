@@ -101,6 +101,10 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if len(tr.Messages) == 0 {
 		add("empty-transcript", "the transcript holds no messages; nothing to continue")
 	}
+	if scan := session.ScanPairs(tr.Messages); scan.State == session.Refused {
+		// Only a crash tail is repaired; anything else is left as it is.
+		add(session.CodeMalformed, "%s cannot be continued: %s", path, scan.Reason)
+	}
 	if _, ended := tr.LastAttemptEnd(); !ended && !o.parentRecorded(parent, h.ID) {
 		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
 	}

@@ -1012,3 +1012,57 @@ func TestResumeSystemDrift(t *testing.T) {
 		t.Fatalf("want system-drift alone, got %d problems: %q", n, last)
 	}
 }
+
+// TestResumeRefusesBrokenHistory: only a crash tail is repaired. A call
+// left without a result mid-history, or a call id used twice, is refused
+// (malformed) and every file stays byte-identical.
+func TestResumeRefusesBrokenHistory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo hi"}}]
+  - reply: {text: "said hi"}
+`)
+	cases := []struct {
+		name   string
+		break_ func(lines []string) []string
+		want   string
+	}{
+		{"a gap mid-history", func(lines []string) []string {
+			// Drop the bash result: the call is no longer in the last
+			// assistant message.
+			var out []string
+			for _, l := range lines {
+				if !strings.Contains(l, `"role":"toolResult"`) {
+					out = append(out, l)
+				}
+			}
+			return out
+		}, `malformed: .* cannot be continued: `},
+		{"a duplicate call id", func(lines []string) []string {
+			for i, l := range lines {
+				if strings.Contains(l, `"toolCalls"`) {
+					return append(append(append([]string(nil), lines[:i+2]...), l), lines[i+2:]...)
+				}
+			}
+			t.Fatal("no tool call line")
+			return nil
+		}, `malformed: .* cannot be continued: `},
+	}
+	for _, c := range cases {
+		id, path, _ := launchChild(t, e, 0, "--model", "script:"+script, "say hi")
+		data, _ := os.ReadFile(path)
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if err := os.WriteFile(path, []byte(strings.Join(c.break_(lines), "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(t, e.home, e.dir)
+		code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "again")
+		if code != 3 || !regexp.MustCompile(c.want).MatchString(stderr) || !strings.Contains(stderr, "Start a new task instead.") {
+			t.Errorf("%s: exit %d, stderr:\n%s", c.name, code, stderr)
+		}
+		sameTree(t, c.name, before, snapshot(t, e.home, e.dir))
+	}
+}
