@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 )
 
 // JSONLines returns a sink that writes each event as one JSON line to w
@@ -99,6 +100,20 @@ func (d *Display) rowFor(label string) *row {
 	return r
 }
 
+// worktreeSummary tells, on a child's end line, what became of its worktree.
+func worktreeSummary(w *session.WorktreeOutcome, childID any) string {
+	switch w.Disposition {
+	case "removed":
+		return "; worktree removed (no changes)"
+	case "kept-work", "kept-resumed":
+		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %v`)", w.Branch, w.Path, childID)
+	case "kept-unknown":
+		return fmt.Sprintf("; worktree kept for safety at %s: %s", w.Path, w.Detail)
+	default:
+		return fmt.Sprintf("; worktree %s: %s (see `ink worktrees ls`)", w.Disposition, w.Detail)
+	}
+}
+
 // Handle consumes one event.
 func (d *Display) Handle(e Event) {
 	d.mu.Lock()
@@ -152,6 +167,9 @@ func (d *Display) Handle(e Event) {
 		line = fmt.Sprintf("%s %s after %s: %d turns, %s in / %s out", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond), r.turns, compact(r.usage.Input), compact(r.usage.Output))
 		if reason, _ := e.Fields["reason"].(string); reason != "" && r.status != "completed" {
 			line += " — " + reason
+		}
+		if w, ok := e.Fields["worktree"].(*session.WorktreeOutcome); ok && w != nil {
+			line += worktreeSummary(w, e.Fields["childId"])
 		}
 	case "warning":
 		line = fmt.Sprintf("%s warning: %v", e.Agent, e.Fields["text"])
