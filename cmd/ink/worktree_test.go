@@ -116,8 +116,18 @@ func (e *env) wtTask(name, command string) (string, session.TaskRecord) {
 		e.t.Fatalf("ink task exited %d\nstderr:\n%s", code, p.stderr.String())
 	}
 	rec := wtLatestRecord(e.t, e)
-	if rec.Worktree == nil || rec.Worktree.Path == "" || rec.Worktree.Branch != "ink/"+rec.ChildID {
+	w := rec.Worktree
+	if w == nil || w.Path == "" || w.Branch != "ink/"+rec.ChildID {
 		e.t.Fatalf("TaskRecord lacks the worktree outcome: %+v", rec)
+	}
+	// The progress on stderr says what became of the worktree too.
+	said := map[string]string{
+		"removed":      "; worktree removed (no changes)",
+		"kept-work":    fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %s`)", w.Branch, w.Path, rec.ChildID),
+		"kept-unknown": "; worktree kept for safety at " + w.Path + ": ",
+	}[w.Disposition]
+	if said == "" || !strings.Contains(p.stderr.String(), said) {
+		e.t.Fatalf("stderr does not tell what became of the worktree (%s); want %q:\n%s", w.Disposition, said, p.stderr.String())
 	}
 	return p.stdout.String(), rec
 }
