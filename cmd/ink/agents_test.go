@@ -333,7 +333,10 @@ func (e *env) gitIn(args ...string) *exec.Cmd {
 // profile's model: names openai; the child is its own worker on that
 // provider (the Chat Completions server sees its request with the
 // profile's model, body and narrowed tools), and the launch record holds
-// that binding.
+// that binding. The child's system prompt starts with the main agent's, so
+// the server also shows what the main agent was told: the agents it may
+// call, and that the untrusted project's agents are not loaded and how to
+// trust them.
 func TestProfileOtherProvider(t *testing.T) {
 	t.Parallel()
 	srv := newFakeProvider(t, func(n int, s seen) reply {
@@ -345,6 +348,12 @@ func TestProfileOtherProvider(t *testing.T) {
 	})
 	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
 	putProfileFile(t, filepath.Join(e.home, "agents", "remote.md"), "---\nname: remote\ndescription: runs elsewhere\nmodel: openai/test-model\ntools: Read, LS\n---\nYou run on another provider.\n")
+	// An untrusted project with agents of its own: the main agent's system
+	// prompt, which the child's begins with, must say how to trust it.
+	if out, err := e.gitIn("init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	e.write(".claude/agents/fixer.md", "---\nname: fixer\ndescription: fixes bugs\n---\n")
 	script := e.write("s.yaml", `rules:
   - when: {depth: 0, turn: 1}
     reply: {calls: [{tool: task, args: {prompt: "answer from afar", agent: remote}}]}
@@ -365,8 +374,21 @@ func TestProfileOtherProvider(t *testing.T) {
 		t.Fatalf("the provider saw %d requests, want the child's one", len(reqs))
 	}
 	r := parseOAI(t, reqs[0])
-	if len(r.Messages) == 0 || r.Messages[0].Role != "system" || !strings.Contains(r.Messages[0].text(), "# Agent profile\nYou run on another provider.") {
-		t.Errorf("the child's system prompt lacks its profile body: %+v", r.Messages)
+	if len(r.Messages) == 0 || r.Messages[0].Role != "system" {
+		t.Fatalf("the child's request has no system prompt: %+v", r.Messages)
+	}
+	system := r.Messages[0].text()
+	for _, want := range []string{
+		"# Agent profile\nYou run on another provider.",
+		"- remote: runs elsewhere\n",
+		"Not loaded: project agents in " + filepath.Join(e.dir, ".claude", "agents") + " are not loaded because " + e.dir + " is not trusted; run `ink trust " + e.dir + "` to load them.",
+	} {
+		if !strings.Contains(system, want) {
+			t.Errorf("the system prompt lacks %q:\n%s", want, system)
+		}
+	}
+	if strings.Contains(system, "fixer") {
+		t.Errorf("the untrusted project's agent is advertised:\n%s", system)
 	}
 	l := launchRecordOf(t, ofType(evs, "task.end")[0]["transcript"].(string))
 	if l.Binding.Provider != "openai" || l.Binding.Model != "test-model" || l.Binding.BaseURL != srv.srv.URL+"/v1" {
@@ -376,4 +398,47 @@ func TestProfileOtherProvider(t *testing.T) {
 		t.Errorf("launch tools %v agent %+v", l.Tools, l.Agent)
 	}
 	assertNoSecret(t, e.home, fakeOpenAIKey)
+}
+
+// TestProfileCreatedWhileLive: with no agents directory at all when `ink
+// run` starts, a task naming an agent is refused with where to define one;
+// once the user creates the directory and the profile, the next task runs
+// it, without a restart.
+func TestProfileCreatedWhileLive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	agentsDir := filepath.Join(e.home, "agents")
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply: {calls: [{tool: task, args: {prompt: "too early", agent: late}}]}
+  - when: {depth: 0, turn: 2, result: "unknown agent \"late\"; no agents are defined \\(create .*/agents/late.md to define it\\)"}
+    reply: {calls: [`+gateCall("gate")+`]}
+  - when: {depth: 0, turn: 3}
+    reply: {calls: [{tool: task, args: {prompt: "now", agent: late}}]}
+  - when: {depth: 0, turn: 4, result: "late but here"}
+    reply: {text: "the new agent ran"}
+  - when: {depth: 1, agent: late}
+    reply: {text: "late but here"}
+  - reply: {text: "unexpected"}
+`)
+	p := e.start("run", "--json", "--model", "script:"+script, "go")
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" && m["name"] == "bash" })
+	putProfileFile(t, filepath.Join(agentsDir, "late.md"), "---\nname: late\ndescription: arrives late\n---\n")
+	// A second, broken file: its warning proves the reload saw late.md.
+	putProfileFile(t, filepath.Join(agentsDir, "zz.md"), "no frontmatter\n")
+	waitFor(t, p, func(m map[string]any) bool {
+		text, _ := m["text"].(string)
+		return m["type"] == "warning" && strings.Contains(text, "zz.md:1: no frontmatter")
+	})
+	e.write("gate", "")
+	if code := p.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	if got := ofType(evs, "run.end")[0]["text"]; got != "the new agent ran" {
+		t.Fatalf("run.end text %q\nstdout:\n%s", got, p.snapshot())
+	}
+	if l := launchRecordOf(t, ofType(evs, "task.end")[0]["transcript"].(string)); l.Agent == nil || l.Agent.Source != filepath.Join(agentsDir, "late.md") {
+		t.Fatalf("launch agent %+v", l.Agent)
+	}
 }
