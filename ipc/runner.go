@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,12 +161,58 @@ func (r *processRunner) HostToPlugin(network, addr string) (string, string, erro
 	return network, addr, nil
 }
 
-// killGroup sends SIGKILL to every process in the process group pgid. A
-// group that no longer exists is not an error.
+// killGroup sends SIGKILL to every process in the process group pgid and,
+// since a worker leads its own session (Setsid), to every other group of
+// that session: its tools run each command in a group of its own, which a
+// worker that is killed (rather than cancelled) can no longer stop. A group
+// that no longer exists is not an error.
 func killGroup(pgid int) {
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if pgid <= 0 {
+		return
 	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for _, g := range sessionGroups(pgid) {
+		_ = syscall.Kill(-g, syscall.SIGKILL)
+	}
+}
+
+// sessionGroups returns the process groups of session sid other than sid
+// itself, read from /proc (none where there is no /proc). The kernel does
+// not reuse a pid while it still names a session, so sid cannot have come
+// to mean another process.
+func sessionGroups(sid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	seen := map[int]bool{}
+	var groups []int
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the parenthesised command name: state ppid pgrp session ...
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 4 {
+			continue
+		}
+		pgrp, err1 := strconv.Atoi(f[2])
+		sess, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || sess != sid || pgrp == sid || pgrp <= 0 || seen[pgrp] {
+			continue
+		}
+		seen[pgrp] = true
+		groups = append(groups, pgrp)
+	}
+	return groups
 }
 
 // stderrTailLines is how many of the worker's last stderr lines an error
