@@ -179,20 +179,34 @@ func checkAttemptsUnderLease(t *testing.T, path string, wantPid int) {
 }
 
 // TestHungWorkerIsCancelledThenKilled: a child worker stopped with SIGSTOP
-// stops beating; the orchestrator sees its lease hung, cancels it, kills its
-// process group after the grace, and the task ends crash saying it hung.
+// while its bash command runs stops beating; the orchestrator sees its lease
+// hung, cancels it, kills it after the grace, with the command's process
+// group, and the task ends crash saying it hung.
 func TestHungWorkerIsCancelledThenKilled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.fastHeartbeat()
+	pidFile := filepath.Join(e.dir, "sleep.pid")
 	script := e.write("s.yaml", `rules:
-  - reply: {text: "too late", delay: 120s}
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "sleep 300 & echo $! > `+pidFile+`; wait"}}]
+  - reply: {text: "too late"}
 `)
 	p := e.start("task", "--json", "--model", "script:"+script, "work slowly")
 	start := waitForEvent(t, p, "task.start")
-	pid, child := num(start, "pid"), start["agent"].(string)
+	pid := num(start, "pid")
 	killLater(t, pid)
-	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "turn.start" && m["agent"] == child })
+	var sleepPid int
+	for deadline := time.Now().Add(30 * time.Second); sleepPid == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the child's bash command never started")
+		}
+		if data, err := os.ReadFile(pidFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(data)), &sleepPid)
+		}
+	}
+	killLater(t, sleepPid)
 	transcript := session.ChildPath(waitForEvent(t, p, "run.start")["transcript"].(string), start["childId"].(string))
 	if r := e.waitLease(transcript, "held", 30*time.Second); num(r, "pid") != pid {
 		t.Fatalf("the child's lease is held by %v, want the worker %d", r["pid"], pid)
@@ -217,6 +231,9 @@ func TestHungWorkerIsCancelledThenKilled(t *testing.T) {
 	}
 	if !gone(pid, 5*time.Second) {
 		t.Fatalf("the hung worker %d is still alive after the task ended", pid)
+	}
+	if !gone(sleepPid, 5*time.Second) {
+		t.Errorf("the hung worker's bash command (pid %d) outlived it", sleepPid)
 	}
 	evs := events(t, p.stdout.Bytes())
 	end := ofType(evs, "task.end")
