@@ -275,7 +275,8 @@ const shutdownWait = 3 * time.Second
 
 // Kill stops the worker: it asks it to shut down (its open streams end),
 // waits up to 2 s for it to exit, then SIGKILLs it, and finally SIGKILLs
-// its whole process group so that nothing it started in that group remains.
+// its whole process group, and every other group of its session (its tools'
+// commands), so that nothing it started remains.
 // A worker that does not answer the shutdown call at all (stopped or wedged)
 // is SIGKILLed after shutdownWait.
 // It then removes the worker's socket directory. Kill blocks until the
