@@ -28,6 +28,10 @@ const KeyVar = "ANTHROPIC_API_KEY"
 // DefaultBaseURL is Anthropic's API root; the SDK appends /v1/messages.
 const DefaultBaseURL = "https://api.anthropic.com"
 
+// responseHeaderTimeout bounds the wait for a response to start; a stream
+// itself may run as long as the model writes.
+const responseHeaderTimeout = 5 * time.Minute
+
 // Config says how to reach the API. The adapter never reads the process
 // environment itself: the caller resolves key and endpoint.
 type Config struct {
@@ -54,13 +58,17 @@ var _ model.Provider = (*Provider)(nil)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	base := strings.TrimRight(cfg.BaseURL, "/")
+	// The SDK appends /v1/messages; a base given with /v1 (as OpenAI-style
+	// endpoints are) would double it.
+	base := strings.TrimSuffix(strings.TrimRight(cfg.BaseURL, "/"), "/v1")
 	if base == "" {
 		base = DefaultBaseURL
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = responseHeaderTimeout
+		hc = &http.Client{Transport: t}
 	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),

@@ -435,3 +435,12 @@ func dump(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestBaseURLWithV1IsAccepted(t *testing.T) {
+	t.Parallel()
+	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	p := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: f.URL + "/v1/", Model: testModel})
+	if _, err := p.Stream(context.Background(), userAsks("hi"), nil); err != nil {
+		t.Fatalf("a base URL ending in /v1 failed: %v", err)
+	}
+}

@@ -29,6 +29,11 @@ import (
 // DefaultBaseURL is OpenAI's endpoint, /v1 included.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
+// responseHeaderTimeout bounds the wait for a response to start (a local
+// server may first load the model); a stream itself may run as long as the
+// model writes.
+const responseHeaderTimeout = 10 * time.Minute
+
 // Config says how to reach one Chat Completions server. The adapter never
 // reads the process environment itself: the caller resolves key and
 // endpoint.
@@ -78,7 +83,9 @@ func New(cfg Config) *Provider {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = responseHeaderTimeout
+		hc = &http.Client{Transport: t}
 	}
 	// The service is built from explicit options only, so no OPENAI_*
 	// variable of the host (a key meant for OpenAI) leaks to another server.

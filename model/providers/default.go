@@ -57,7 +57,7 @@ func ollamaModels(ctx context.Context, base string) ([]string, error) {
 			Model string `json:"model"`
 		} `json:"models"`
 	}
-	errTags := getJSON(ctx, root+"/api/tags", &tags)
+	errTags := getJSON(ctx, root+"/api/tags", "", &tags)
 	if errTags == nil {
 		var names []string
 		for _, m := range tags.Models {
@@ -67,7 +67,7 @@ func ollamaModels(ctx context.Context, base string) ([]string, error) {
 		}
 		return names, nil
 	}
-	names, err := openAIModels(ctx, strings.TrimRight(base, "/"))
+	names, err := openAIModels(ctx, strings.TrimRight(base, "/"), "")
 	if err != nil {
 		return nil, errTags
 	}
@@ -76,13 +76,13 @@ func ollamaModels(ctx context.Context, base string) ([]string, error) {
 
 // openAIModels lists the ids an OpenAI-compatible server reports at
 // base/models.
-func openAIModels(ctx context.Context, base string) ([]string, error) {
+func openAIModels(ctx context.Context, base, key string) ([]string, error) {
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := getJSON(ctx, base+"/models", &list); err != nil {
+	if err := getJSON(ctx, base+"/models", key, &list); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -94,10 +94,14 @@ func openAIModels(ctx context.Context, base string) ([]string, error) {
 	return names, nil
 }
 
-func getJSON(ctx context.Context, url string, into any) error {
+// getJSON fetches url (with key as a bearer token when set) into into.
+func getJSON(ctx context.Context, url, key string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -274,3 +274,24 @@ func TestEnvVarsCoverEveryVariableRead(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusProbesVLLMWithItsKey(t *testing.T) {
+	t.Parallel()
+	vllm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("Authorization") != "Bearer vk" {
+			http.Error(w, `{"error":{"message":"unauthorized"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(`{"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model"}]}`))
+	}))
+	t.Cleanup(vllm.Close)
+	env := map[string]string{"VLLM_BASE_URL": vllm.URL + "/v1", "VLLM_API_KEY": "vk", "OLLAMA_HOST": deadURL(t)}
+	for _, s := range providers.Status(context.Background(), envOf(env)) {
+		if s.Name != "vllm" {
+			continue
+		}
+		if !s.Configured || !strings.Contains(s.How, "Qwen/Qwen3-8B") || !strings.Contains(s.How, "VLLM_API_KEY is set") || strings.Contains(s.How, "vk") {
+			t.Errorf("vllm status = %+v", s)
+		}
+	}
+}

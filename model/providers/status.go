@@ -25,13 +25,11 @@ type ProviderStatus struct {
 // checked in env (nil = the process environment); local servers (Ollama,
 // vLLM) are probed concurrently with a short timeout each.
 func Status(ctx context.Context, env func(string) string) []ProviderStatus {
-	env = envOrOS(env)
-	out := make([]ProviderStatus, 0, len(presets)+1)
+	env = snapshot(envOrOS(env))
+	out := make([]ProviderStatus, len(presets), len(presets)+1)
 	var wg sync.WaitGroup
-	for _, p := range presets {
-		st := ProviderStatus{Name: p.name, Endpoint: endpoint(p, "", env)}
-		out = append(out, st)
-		i := len(out) - 1
+	for i, p := range presets {
+		out[i] = ProviderStatus{Name: p.name, Endpoint: endpoint(p, "", env)}
 		switch p.name {
 		case "ollama", "vllm":
 			wg.Add(1)
@@ -70,7 +68,7 @@ func probeLocal(ctx context.Context, p preset, base string, env func(string) str
 	if p.name == "ollama" {
 		names, err = ollamaModels(ctx, base)
 	} else {
-		names, err = openAIModels(ctx, base)
+		names, err = openAIModels(ctx, base, env(p.keyVar))
 	}
 	src := "default endpoint"
 	switch {
@@ -94,4 +92,14 @@ func probeLocal(ctx context.Context, p preset, base string, env func(string) str
 		how += "; " + p.keyVar + " is set"
 	}
 	return len(names) > 0, how
+}
+
+// snapshot reads every provider variable once, so the probes, which run
+// concurrently, never call the caller's env function.
+func snapshot(env func(string) string) func(string) string {
+	vals := map[string]string{}
+	for _, k := range EnvVars() {
+		vals[k] = env(k)
+	}
+	return func(k string) string { return vals[k] }
 }
