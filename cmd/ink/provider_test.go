@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,8 +40,8 @@ type seen struct {
 	body   []byte
 }
 
-// reply is what a fake provider answers: an error status with a body, or
-// the SSE events of a stream; cut drops the connection after the events,
+// reply is what a fake provider answers: a JSON body (with status, 200 by
+// default), or the SSE events of a stream; cut drops the connection after the events,
 // before the stream's end.
 type reply struct {
 	status int
@@ -87,9 +88,9 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Add(k, v)
 		}
 	}
-	if rep.status != 0 && rep.status != http.StatusOK {
+	if rep.body != "" || (rep.status != 0 && rep.status != http.StatusOK) {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.status)
+		w.WriteHeader(cmp.Or(rep.status, http.StatusOK))
 		io.WriteString(w, rep.body)
 		return
 	}
@@ -911,4 +912,63 @@ func TestProviderProfileWithoutKey(t *testing.T) {
 	if _, err := os.Stat(session.ChildrenDir(mainPath)); !os.IsNotExist(err) {
 		t.Fatalf("a children directory was created: %v", err)
 	}
+}
+
+// TestProviderPresets: the OpenAI-compatible presets reach their servers
+// through their own variables: with no --model and no key, ink picks the
+// first model of the Ollama at OLLAMA_HOST; ollama/… sends no key;
+// deepseek/… sends DEEPSEEK_API_KEY to DEEPSEEK_BASE_URL.
+func TestProviderPresets(t *testing.T) {
+	t.Parallel()
+	const deepseekKey = "sk-ds-test-5c1d-never-on-disk"
+	srv := newFakeProvider(t, func(n int, s seen) reply {
+		switch s.path {
+		case "/api/tags":
+			return reply{body: `{"models":[{"name":"qwen3:8b","model":"qwen3:8b"},{"name":"llama3.2:latest","model":"llama3.2:latest"}]}`}
+		case "/v1/chat/completions", "/chat/completions":
+			var r oaiRequest
+			if err := json.Unmarshal(s.body, &r); err != nil {
+				return badRequest("body is not JSON")
+			}
+			return oaiText("hello from "+r.Model, 10, 3)
+		}
+		return reply{status: http.StatusNotFound, body: `{"error":"not found"}`}
+	})
+	host := strings.TrimPrefix(srv.srv.URL, "http://")
+
+	run := func(e *env, args ...string) string {
+		t.Helper()
+		p, code := e.run(args...)
+		if code != 0 {
+			t.Fatalf("ink %v: exit %d\nstderr:\n%s", args, code, p.stderr.String())
+		}
+		return strings.TrimSpace(p.snapshot())
+	}
+	e := providerEnv(t)
+	e.vars = append(e.vars, "OLLAMA_HOST="+host) // the last value wins
+	if got := run(e, "run", "hi"); got != "hello from qwen3:8b" {
+		t.Fatalf("default choice answered %q, want the local Ollama's first model", got)
+	}
+	if got := run(e, "run", "--model", "ollama/llama3.2", "hi"); got != "hello from llama3.2" {
+		t.Fatalf("ollama/llama3.2 answered %q", got)
+	}
+	d := providerEnv(t, "DEEPSEEK_API_KEY="+deepseekKey, "DEEPSEEK_BASE_URL="+srv.srv.URL+"/v1")
+	if got := run(d, "run", "--model", "deepseek/deepseek-chat", "hi"); got != "hello from deepseek-chat" {
+		t.Fatalf("deepseek/deepseek-chat answered %q", got)
+	}
+	var chats []seen
+	for _, s := range srv.requests() {
+		if strings.HasSuffix(s.path, "/chat/completions") {
+			chats = append(chats, s)
+		}
+	}
+	if len(chats) != 3 {
+		t.Fatalf("want 3 chat requests, got %d", len(chats))
+	}
+	for i, want := range []string{"", "", "Bearer " + deepseekKey} {
+		if got := chats[i].header.Get("Authorization"); got != want {
+			t.Errorf("chat request %d Authorization = %q, want %q", i+1, got, want)
+		}
+	}
+	assertNoSecret(t, d.home, deepseekKey)
 }
