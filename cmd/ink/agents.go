@@ -64,6 +64,9 @@ func profileJSON(p agents.Profile) map[string]any {
 	if p.Thinking != "" {
 		m["thinking"] = p.Thinking
 	}
+	if len(p.UnknownTools) > 0 {
+		m["unknownTools"] = p.UnknownTools
+	}
 	if len(p.Notes) > 0 {
 		m["notes"] = p.Notes
 	}
@@ -214,6 +217,11 @@ func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
 	default:
 		fmt.Fprintf(w, "no agents are defined; searched %s. Define one in %s/NAME.md: a line ---, name: and description:, a line ---, then its instructions\n",
 			strings.Join(opts.Dirs(), ", "), filepath.Join(opts.InkHome, "agents"))
+	}
+	for _, p := range all {
+		if len(p.UnknownTools) > 0 {
+			fmt.Fprintf(w, "refused: agent %s lists unknown tools %s; fix the tools: line of %s\n", p.Name, strings.Join(p.UnknownTools, ", "), p.Source)
+		}
 	}
 	for _, s := range set.Shadowed() {
 		fmt.Fprintf(w, "shadowed: %s (agent %s) is hidden by %s\n", s.Shadowed, s.Name, s.Winner)
