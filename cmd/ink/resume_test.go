@@ -1066,3 +1066,43 @@ func TestResumeRefusesBrokenHistory(t *testing.T) {
 		sameTree(t, c.name, before, snapshot(t, e.home, e.dir))
 	}
 }
+
+// TestResumeRunChildFromShell: a child launched by `ink run` can be
+// continued from the shell with `ink task --resume`; its parent is found
+// by default and the child runs in its own transcript again.
+func TestResumeRunChildFromShell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := filepath.Join(e.home, "agents")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "scout.md"), []byte("---\nname: scout\ndescription: looks around\ntools: read, ls\n---\nLook.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "look", agent: scout}}]
+  - when: {depth: 0}
+    reply: {text: "done"}
+  - when: {user: "look again"}
+    reply: {text: "looked again"}
+  - reply: {text: "looked"}
+`)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "start")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	childID := ofType(events(t, p.stdout.Bytes()), "task.end")[0]["childId"].(string)
+	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", childID, "look again")
+	if code != 0 || !strings.HasPrefix(stdout, "looked again\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	list, _ := session.ListSessions(e.home, e.dir)
+	if len(list) != 1 {
+		t.Fatalf("the resume made a new session: %+v", list)
+	}
+	children, _ := session.ListChildren(list[0].Path)
+	if len(children) != 1 || children[0].Attempts != 2 || children[0].LastStatus != "completed" {
+		t.Fatalf("children %+v", children)
+	}
+}
