@@ -972,3 +972,24 @@ func TestProviderPresets(t *testing.T) {
 	}
 	assertNoSecret(t, d.home, deepseekKey)
 }
+
+// TestProviderContextLength: a server's context-length error ends the run
+// as a crash (exit 1) whose message says the conversation is too long for
+// the model, and is not retried.
+func TestProviderContextLength(t *testing.T) {
+	t.Parallel()
+	srv := newFakeProvider(t, func(int, seen) reply {
+		return reply{status: http.StatusBadRequest, body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}
+	})
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
+	p, code := e.run("run", "--model", "openai/test-model", "hello")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), "longer than the model's context window") {
+		t.Fatalf("stderr does not say the context is too long:\n%s", p.stderr.String())
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Fatalf("a context-length error was retried: %d requests", n)
+	}
+}
