@@ -225,6 +225,10 @@ func TestHungWorkerIsCancelledThenKilled(t *testing.T) {
 	if !strings.Contains(warn["text"].(string), fmt.Sprintf("worker pid %d is hung", pid)) {
 		t.Errorf("warning %q does not name the worker", warn["text"])
 	}
+	// Until the grace runs out, ink leases ls and ink status show it hung.
+	if r := e.waitLease(transcript, "hung", 5*time.Second); num(r, "pid") != pid {
+		t.Errorf("hung row %v does not name the worker %d", r, pid)
+	}
 
 	if code := p.wait(t, time.Minute); code != exitFailed {
 		t.Fatalf("exit %d, want %d (crash)\nstderr:\n%s", code, exitFailed, p.stderr.String())
