@@ -105,13 +105,18 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onDelta func(m
 		acc.add(stream.Current())
 	}
 	msg := acc.message()
-	if err := stream.Err(); err != nil {
+	var apiErr *sdk.Error
+	err = stream.Err()
+	// A connection lost after message_delta brought the stop reason and the
+	// final usage loses nothing; any other failure counts.
+	finished := acc.stopped || (acc.stopReason != "" && ctx.Err() == nil && !errors.As(err, &apiErr))
+	if err != nil && !finished {
 		return msg, classify(ctx, err, acc.contentSeen, modelID)
 	}
 	if ctx.Err() != nil {
 		return msg, model.NewTransportError(Name, ctx.Err(), acc.contentSeen)
 	}
-	if !acc.stopped {
+	if !finished {
 		return msg, model.NewStreamCutError(Name, acc.contentSeen)
 	}
 	msg.Usage.Incomplete = false

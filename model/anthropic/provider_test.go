@@ -444,3 +444,17 @@ func TestBaseURLWithV1IsAccepted(t *testing.T) {
 		t.Fatalf("a base URL ending in /v1 failed: %v", err)
 	}
 }
+
+func TestConnectionLostAfterFinalUsageLosesNothing(t *testing.T) {
+	t.Parallel()
+	body := fixture(t, "text.sse")
+	body = body[:strings.Index(body, "event: message_stop")]
+	f := newFakeAPI(t, reply{body: body, cut: true})
+	msg, err := newProvider(f).Stream(context.Background(), userAsks("hi"), nil)
+	if err != nil {
+		t.Fatalf("error %v after the stop reason and final usage had arrived", err)
+	}
+	if msg.Text() != "The entry point is src/main.go." || msg.Usage.Incomplete || msg.Usage.Output != 42 {
+		t.Errorf("message = %q, usage %+v", msg.Text(), *msg.Usage)
+	}
+}

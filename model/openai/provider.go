@@ -134,15 +134,24 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onDelta func(m
 	switch {
 	case ctx.Err() != nil:
 		return msg, model.NewTransportError(p.cfg.Name, ctx.Err(), acc.contentSeen)
-	case streamErr != nil:
+	case streamErr != nil && !(acc.finished && isTransportError(streamErr)):
 		return msg, p.classify(streamErr, &fail, acc.contentSeen, modelID)
 	case !acc.finished:
 		return msg, model.NewStreamCutError(p.cfg.Name, acc.contentSeen)
 	}
-	// A server that ignores stream_options.include_usage sends no usage;
+	// A server that ignores stream_options.include_usage sends no usage,
+	// and a connection lost after the finish loses only the usage chunk:
 	// the message stands, its usage stays marked incomplete.
 	msg.Usage.Incomplete = !acc.usageSeen
 	return msg, nil
+}
+
+// isTransportError reports whether err came from the connection rather
+// than from the server (an error response or an error event).
+func isTransportError(err error) bool {
+	var apiErr *sdk.Error
+	var streamErr *ssestream.StreamError
+	return !errors.As(err, &apiErr) && !errors.As(err, &streamErr)
 }
 
 // failedResponse keeps the status, headers and body of an error response,

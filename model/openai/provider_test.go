@@ -389,3 +389,18 @@ func dump(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestConnectionLostAfterFinishKeepsTheReply(t *testing.T) {
+	t.Parallel()
+	body := fixture(t, "tools.sse")
+	body = body[:strings.Index(body, `"choices":[]`)]
+	body = body[:strings.LastIndex(body, "data: ")]
+	f := newFakeAPI(t, reply{body: body, cut: true})
+	msg, err := newProvider(f).Stream(context.Background(), userAsks("go"), nil)
+	if err != nil {
+		t.Fatalf("error %v after the turn had finished", err)
+	}
+	if len(msg.ToolCalls) != 2 || msg.Usage == nil || !msg.Usage.Incomplete {
+		t.Errorf("calls %s, usage %+v: want both calls and usage marked incomplete", dump(msg.ToolCalls), msg.Usage)
+	}
+}
