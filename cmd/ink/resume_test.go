@@ -1106,3 +1106,54 @@ func TestResumeRunChildFromShell(t *testing.T) {
 		t.Fatalf("children %+v", children)
 	}
 }
+
+// TestResumeWorktreeRefusals: a worktree child whose worktree was moved
+// away, or whose branch was swapped, is refused with the worktree code, and
+// nothing changes: not INK_HOME, not the repository, not the worktree.
+func TestResumeWorktreeRefusals(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	_, rec := e.wtTask("work", "echo new > new.txt && git add new.txt && git commit -qm work")
+	if rec.Worktree.Disposition != "kept-work" {
+		t.Fatalf("worktree %+v, want kept-work", rec.Worktree)
+	}
+	id, wt := rec.ChildID, rec.Worktree.Path
+	script := filepath.Join(filepath.Dir(e.dir), "work.yaml")
+	roots := []string{e.home, filepath.Dir(e.dir), filepath.Dir(wt)}
+	refused := func(name string, patterns ...string) {
+		t.Helper()
+		before := snapshot(t, roots...)
+		code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
+		if code != 3 {
+			t.Errorf("%s: exit %d, want 3\n%s", name, code, stderr)
+		}
+		for _, p := range append(patterns, regexp.QuoteMeta("Start a new task instead.")) {
+			if !regexp.MustCompile(p).MatchString(stderr) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, p, stderr)
+			}
+		}
+		sameTree(t, name, before, snapshot(t, roots...))
+	}
+
+	e.wtGitIn(wt, "checkout", "-q", "-b", "elsewhere")
+	refused("branch swapped", `worktree-branch-swapped: `)
+	e.wtGitIn(wt, "checkout", "-q", "ink/"+id)
+
+	aside := wt + ".aside"
+	if err := os.Rename(wt, aside); err != nil {
+		t.Fatal(err)
+	}
+	refused("worktree missing", `worktree-missing: `, `cwd-missing: `)
+	if err := os.Rename(aside, wt); err != nil {
+		t.Fatal(err)
+	}
+
+	// Put back, it resumes in the same worktree and keeps it.
+	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
+	if code != 0 || !strings.HasPrefix(stdout, "done\n") {
+		t.Fatalf("resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "new.txt")); err != nil {
+		t.Fatalf("the resumed worktree lost its work: %v", err)
+	}
+}
