@@ -105,8 +105,10 @@ func worktreeSummary(w *session.WorktreeOutcome, childID any) string {
 	switch w.Disposition {
 	case "removed":
 		return "; worktree removed (no changes)"
-	case "kept-work", "kept-resumed":
+	case "kept-work":
 		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %v`)", w.Branch, w.Path, childID)
+	case "kept-resumed", "kept-resumable":
+		return fmt.Sprintf("; worktree kept (no changes) on branch %s at %s for the child's resume", w.Branch, w.Path)
 	case "kept-unknown":
 		return fmt.Sprintf("; worktree kept for safety at %s: %s", w.Path, w.Detail)
 	default:

@@ -320,7 +320,9 @@ func (o *Orchestrator) finish(parent, child *agentRun, callID string, args TaskA
 	}
 	var wtLines []string
 	if wt != nil {
-		disp, detail, lines := o.settleWorktree(*wt, resumed)
+		// A child that did not complete can be resumed in its worktree, so
+		// even a clean one is kept for that.
+		disp, detail, lines := o.settleWorktree(*wt, resumed, present && res.Status != ipc.StatusCompleted)
 		wtLines = lines
 		rec.Worktree = &session.WorktreeOutcome{Path: wt.Path, Branch: wt.Branch, Disposition: disp, Detail: clip(detail, 300)}
 	}
@@ -347,22 +349,27 @@ func (o *Orchestrator) finish(parent, child *agentRun, callID string, args TaskA
 }
 
 // settleWorktree unlocks a child's worktree after an attempt (its worker is
-// gone), assesses it, and removes it only when it is clean and the child was
-// not resumed. The returned line tells the user what happened to it and why.
-func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed bool) (disposition, detail string, lines []string) {
+// gone), assesses it, and removes it only when it is clean, the child was
+// not resumed and cannot be resumed (it completed). The returned line tells
+// the user what happened to it and why.
+func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition, detail string, lines []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := worktree.Unlock(ctx, rec); err != nil {
 		o.cfg.Logger.Warn("Worktree unlock failed", "path", rec.Path, "err", err)
 	}
-	if resumed {
+	if resumed || resumable {
 		a := worktree.Assess(ctx, rec)
-		switch a.State {
-		case worktree.Clean:
+		switch {
+		case a.State == worktree.Clean && resumed:
 			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
 				"[task] no changes since baseline %s; worktree %s and branch %s kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm %s`)",
 				short(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
-		case worktree.WorkPresent:
+		case a.State == worktree.Clean:
+			return "kept-resumable", "no changes; kept so that the child can be resumed in it", []string{fmt.Sprintf(
+				"[task] no changes since baseline %s; worktree %s and branch %s kept so that the child can be resumed in it (`ink worktrees prune` removes it once it is not needed)",
+				short(rec.Baseline), rec.Path, rec.Branch)}
+		case a.State == worktree.WorkPresent:
 			return worktree.DispositionKeptWork, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
 		default:
 			return worktree.DispositionKeptUnknown, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
