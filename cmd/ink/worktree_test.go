@@ -967,3 +967,51 @@ func TestWorktreeResumeAfterSIGKILL(t *testing.T) {
 		t.Errorf("the main checkout's a.txt = %q", data)
 	}
 }
+
+// TestWorktreeTimeoutKeptForResume: a worktree child that times out before
+// changing anything keeps its clean worktree so that it can be resumed; the
+// resumed child runs there and the worktree is kept again (a resumed
+// worktree is never removed) until `ink worktrees prune` removes it.
+func TestWorktreeTimeoutKeptForResume(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	script := e.wtOutside("s.yaml", `rules:
+  - when: {user: "^slow$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "sleep 300"}}]
+  - when: {user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "pwd"}}]
+  - reply: {text: "finished"}
+`)
+	p, code := e.run("task", "--worktree", "--timeout", "2s", "--model", "script:"+script, "slow")
+	if code != 124 {
+		t.Fatalf("exit %d, want 124\nstderr:\n%s", code, p.stderr.String())
+	}
+	rec := wtLatestRecord(t, e)
+	w := rec.Worktree
+	if rec.Status != "timeout" || w == nil || w.Disposition != "kept-resumable" {
+		t.Fatalf("TaskRecord %+v (worktree %+v), want a timeout with the clean worktree kept for a resume", rec, w)
+	}
+	if want := "[task] no changes since baseline " + e.wtGit("rev-parse", "HEAD")[:12] + "; worktree " + w.Path + " and branch " + w.Branch + " kept so that the child can be resumed in it"; !strings.Contains(p.stderr.String(), want) {
+		t.Fatalf("the result does not say why the clean worktree was kept (want %q):\n%s", want, p.stderr.String())
+	}
+	wtAssertKept(t, e, w)
+
+	r, code := e.run("task", "--resume", rec.ChildID, "--model", "script:"+script, "go on")
+	if code != 0 {
+		t.Fatalf("resume exited %d\nstderr:\n%s", code, r.stderr.String())
+	}
+	if out := wtToolOutputs(t, rec.Transcript.Path); !strings.Contains(out, w.Path+"\n") {
+		t.Errorf("the resumed child did not run in %s:\n%s", w.Path, out)
+	}
+	if want := "[task] no changes since baseline " + e.wtGit("rev-parse", "HEAD")[:12] + "; worktree " + w.Path + " and branch " + w.Branch + " kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm " + rec.ChildID + "`)"; !strings.Contains(r.stdout.String(), want) {
+		t.Errorf("the resumed result does not say the worktree was kept (want %q):\n%s", want, r.stdout.String())
+	}
+	wtAssertKept(t, e, w)
+
+	if p, code := e.run("worktrees", "prune"); code != 0 || p.stdout.String() != "removed "+w.Path+"\n" {
+		t.Fatalf("prune: exit %d, %q %s", code, p.stdout.String(), p.stderr.String())
+	}
+	wtAssertGone(t, e, w.Path, w.Branch)
+}
