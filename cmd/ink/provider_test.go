@@ -993,3 +993,41 @@ func TestProviderContextLength(t *testing.T) {
 		t.Fatalf("a context-length error was retried: %d requests", n)
 	}
 }
+
+// TestProviderRetriesExhausted: a server that keeps answering 503 is tried
+// a bounded number of times, each retry a warning event; then the run ends
+// as a crash (exit 1) with the provider's own message.
+func TestProviderRetriesExhausted(t *testing.T) {
+	t.Parallel()
+	srv := newFakeProvider(t, func(int, seen) reply {
+		return reply{status: http.StatusServiceUnavailable, header: http.Header{"Retry-After-Ms": {"50"}},
+			body: `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`}
+	})
+	e := providerEnv(t, "OPENAI_API_KEY="+fakeOpenAIKey, "OPENAI_BASE_URL="+srv.srv.URL+"/v1")
+	p, code := e.run("run", "--json", "--model", "openai/test-model", "hello")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	n := len(srv.requests())
+	if n < 2 || n > 10 {
+		t.Fatalf("the server got %d requests: retries should be bounded and happen", n)
+	}
+	var warnings int
+	for _, w := range ofType(evs, "warning") {
+		if s, _ := w["text"].(string); strings.Contains(s, "503") && strings.Contains(s, "retrying") {
+			warnings++
+		}
+	}
+	if warnings != n-1 {
+		t.Fatalf("%d requests but %d retry warnings; want one warning per retry", n, warnings)
+	}
+	end := ofType(evs, "run.end")
+	if len(end) != 1 || end[0]["status"] != "crash" {
+		t.Fatalf("run.end = %v, want a crash", end)
+	}
+	reason := fmt.Sprint(end[0]["reason"])
+	if !strings.Contains(reason, "currently overloaded") || !strings.Contains(reason, fmt.Sprintf("gave up after %d attempts", n)) {
+		t.Fatalf("reason %q lacks the provider's message or the give-up note", reason)
+	}
+}
