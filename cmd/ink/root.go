@@ -19,6 +19,7 @@ import (
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/orchestrator"
 )
 
 // globals are the shared flags of DESIGN.md §10.
@@ -201,16 +202,36 @@ func readPrompt(args []string, stdin io.Reader) (string, error) {
 	return p, nil
 }
 
-// profiles starts hot-reloaded agent profiles for cwd.
-func profiles(ctx context.Context, home, cwd string, warn func(string)) (*agents.Registry, error) {
+// profiles starts hot-reloaded agent profiles for cwd. When the file
+// watcher cannot start (the system's inotify limits), the profiles are
+// loaded once instead, with a warning that edits need a restart.
+func profiles(ctx context.Context, home, cwd string, warn func(string)) (orchestrator.Profiles, error) {
 	trust, err := agents.LoadTrust(home)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
 	userHome, _ := os.UserHomeDir()
 	opts := agents.LoadOptions{Home: userHome, InkHome: home, ProjectRoot: agents.ProjectRoot(cwd), Trust: trust}
-	return agents.Watch(ctx, opts, nil, warn)
+	reg, err := agents.Watch(ctx, opts, nil, warn)
+	if err == nil {
+		return reg, nil
+	}
+	warn(fmt.Sprintf("%v; agent profiles are loaded once, so edits to them need a restart of ink", err))
+	set := agents.Load(opts)
+	for _, p := range set.Problems() {
+		warn("agent file " + p.Error() + "; skipped")
+	}
+	if msg := set.UntrustedMessage(); msg != "" {
+		warn(msg)
+	}
+	return fixedProfiles{set}, nil
 }
+
+// fixedProfiles are profiles loaded once.
+type fixedProfiles struct{ set *agents.Set }
+
+// Current returns the profiles as loaded.
+func (f fixedProfiles) Current() *agents.Set { return f.set }
 
 // isTerminal reports whether f is a terminal (not merely a character
 // device such as /dev/null).
