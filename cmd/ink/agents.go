@@ -230,7 +230,7 @@ func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
 		fmt.Fprintf(w, "skipped: %s\n", pr)
 	}
 	if msg := set.UntrustedMessage(); msg != "" {
-		fmt.Fprintf(w, "not loaded: %s\n", msg)
+		fmt.Fprintf(w, "untrusted: %s\n", msg)
 	}
 }
 
