@@ -646,8 +646,15 @@ func TestWorktreesCommands(t *testing.T) {
 		t.Fatalf("a refused merge changed the main checkout")
 	}
 	os.Remove(filepath.Join(e.dir, "feature.txt"))
-	if p, code = e.run("worktrees", "merge", a.ChildID); code != 0 {
+	if p, code = e.run("worktrees", "merge", "--json", a.ChildID); code != 0 {
 		t.Fatalf("merge exit %d: %s", code, p.stderr.String())
+	}
+	var merged struct {
+		Branch, Into, Commit, Shortstat string
+	}
+	if err := json.Unmarshal(p.stdout.Bytes(), &merged); err != nil || merged.Branch != a.Worktree.Branch || merged.Into != "main" ||
+		merged.Commit != e.wtGit("rev-parse", "HEAD") || merged.Shortstat != "1 file changed, 1 insertion(+)" {
+		t.Fatalf("merge --json printed %q (%v)", p.stdout.String(), err)
 	}
 	if data, err := os.ReadFile(filepath.Join(e.dir, "feature.txt")); err != nil || string(data) != "feature\n" {
 		t.Fatalf("the merge did not bring feature.txt: %q %v", data, err)
@@ -704,16 +711,19 @@ func TestWorktreesCommands(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), fmt.Sprintf("pid %d (dead)", run.cmd.Process.Pid)) {
 		t.Errorf("ls does not show the dead lock:\n%s", p.stdout.String())
 	}
-	p, code = e.run("worktrees", "prune")
-	if code != 0 || p.stdout.String() != "removed "+path+"\n" {
+	p, code = e.run("worktrees", "prune", "--json")
+	if want, _ := json.Marshal(map[string]any{"removed": []string{path}}); code != 0 || p.stdout.String() != string(want)+"\n" {
 		t.Fatalf("prune: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
 	}
 	wtAssertGone(t, e, path, "ink/"+liveID)
 	wtAssertKept(t, e, b.Worktree)
 
-	// rm --force drops unmerged work: directory, branch and registration.
-	if p, code = e.run("worktrees", "rm", "--force", b.ChildID); code != 0 || !strings.Contains(p.stdout.String(), "removed "+b.Worktree.Path+" and branch "+b.Worktree.Branch) {
-		t.Fatalf("rm --force: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	// rm --force drops unmerged work: directory, branch and registration,
+	// and names the dropped tip so that it can be recovered.
+	tip := e.wtGit("rev-parse", b.Worktree.Branch)
+	want := fmt.Sprintf("removed %s and branch %s\nits tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", b.Worktree.Path, b.Worktree.Branch, tip, e.dir, b.Worktree.Branch, tip)
+	if p, code = e.run("worktrees", "rm", "--force", b.ChildID); code != 0 || p.stdout.String() != want {
+		t.Fatalf("rm --force: exit %d, stdout %q, want %q; stderr %s", code, p.stdout.String(), want, p.stderr.String())
 	}
 	wtAssertGone(t, e, b.Worktree.Path, b.Worktree.Branch)
 	if p, code = e.run("worktrees", "ls"); code != 0 || p.stdout.String() != "no worktrees\n" {

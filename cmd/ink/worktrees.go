@@ -88,6 +88,9 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 		Short: "Show a child's changes against its baseline, untracked files included",
 		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.json {
+				return usageErr("ink worktrees diff prints a git patch, not JSON; drop --json")
+			}
 			info, err := find(cmd, args[0])
 			if err != nil {
 				return err
@@ -115,6 +118,9 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				}
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
+			if g.json {
+				return json.NewEncoder(os.Stdout).Encode(res)
+			}
 			if res.AlreadyMerged {
 				fmt.Printf("%s has nothing %s lacks; nothing to merge\n", res.Branch, res.Into)
 				return nil
@@ -139,7 +145,19 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				}
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
+			// A forced removal may drop commits: name the tip so that it can
+			// be recovered while git still keeps the objects.
+			dropped := ""
+			if force && info.Head != "" && info.Ahead > 0 {
+				dropped = info.Head
+			}
+			if g.json {
+				return json.NewEncoder(os.Stdout).Encode(map[string]any{"childId": info.ChildID, "path": info.Record.Path, "branch": info.Record.Branch, "removed": true, "droppedHead": dropped})
+			}
 			fmt.Printf("removed %s and branch %s\n", info.Record.Path, info.Record.Branch)
+			if dropped != "" {
+				fmt.Printf("its tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", dropped, info.Record.RepoRoot, info.Record.Branch, dropped)
+			}
 			return nil
 		},
 	}
@@ -155,13 +173,20 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			removed, err := worktree.Prune(cmd.Context(), home)
-			for _, p := range removed {
-				fmt.Println("removed " + p)
+			if g.json {
+				if removed == nil {
+					removed = []string{}
+				}
+				json.NewEncoder(os.Stdout).Encode(map[string]any{"removed": removed})
+			} else {
+				for _, p := range removed {
+					fmt.Println("removed " + p)
+				}
 			}
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			if len(removed) == 0 {
+			if len(removed) == 0 && !g.json {
 				fmt.Println("nothing to prune")
 			}
 			return nil
