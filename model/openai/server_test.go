@@ -33,7 +33,7 @@ type fakeAPI struct {
 	headers []http.Header
 }
 
-func newFakeAPI(t *testing.T, replies ...reply) *fakeAPI {
+func newFakeAPI(t testing.TB, replies ...reply) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{replies: replies}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -101,7 +101,7 @@ func (f *fakeAPI) requests(t *testing.T) []map[string]any {
 	return out
 }
 
-func fixture(t *testing.T, name string) string {
+func fixture(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
