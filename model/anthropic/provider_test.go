@@ -458,3 +458,34 @@ func TestConnectionLostAfterFinalUsageLosesNothing(t *testing.T) {
 		t.Errorf("message = %q, usage %+v", msg.Text(), *msg.Usage)
 	}
 }
+
+func TestRedactedThinkingRoundTrip(t *testing.T) {
+	t.Parallel()
+	sse := strings.Join([]string{
+		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_r","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":1}`,
+		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
+		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+	}, "\n\n") + "\n\n"
+	f := newFakeAPI(t, reply{body: sse})
+	p := newProvider(f)
+	msg, err := p.Stream(context.Background(), userAsks("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 2 || msg.Content[0].Type != "thinking" || msg.Content[0].Text != "" || msg.Text() != "ok" {
+		t.Fatalf("content = %+v", msg.Content)
+	}
+	next := model.Request{Messages: []model.Message{model.UserText("hi"), msg, model.UserText("more")}}
+	if _, err := p.Stream(context.Background(), next, nil); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.requests(t)[1]["messages"].([]any)[1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if sent["type"] != "redacted_thinking" || sent["data"] != "EmwKAhgBEgy3va3pzix" {
+		t.Errorf("redacted thinking sent back as %s", dump(sent))
+	}
+}
