@@ -90,16 +90,7 @@ func TestProfileHotReload(t *testing.T) {
     reply: {text: "scouted"}
 `)
 	p := e.start("run", "--json", "--model", "script:"+script, "scout three times")
-	taskEnd := func(n int) map[string]any {
-		t.Helper()
-		seen := 0
-		return waitFor(t, p, func(m map[string]any) bool {
-			if m["type"] == "task.end" {
-				seen++
-			}
-			return m["type"] == "task.end" && seen == n
-		})
-	}
+	taskEnd := func(n int) { t.Helper(); waitEventCount(t, p, "task.end", n) }
 
 	// 1. Edit while the first child has ended and the main agent waits:
 	// rename-save a new version, plus a broken file beside it whose warning
@@ -441,4 +432,29 @@ func TestProfileCreatedWhileLive(t *testing.T) {
 	if l := launchRecordOf(t, ofType(evs, "task.end")[0]["transcript"].(string)); l.Agent == nil || l.Agent.Source != filepath.Join(agentsDir, "late.md") {
 		t.Fatalf("launch agent %+v", l.Agent)
 	}
+}
+
+// waitEventCount waits until the process's --json stdout holds n events of
+// type typ.
+func waitEventCount(t *testing.T, p *proc, typ string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		count := 0
+		for _, line := range strings.Split(p.snapshot(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["type"] == typ {
+				count++
+			}
+		}
+		if count >= n {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("ink exited before %d %s events\nstdout:\n%s\nstderr:\n%s", n, typ, p.snapshot(), p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%d %s events did not come within a minute", n, typ)
 }
