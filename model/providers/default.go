@@ -32,17 +32,28 @@ func Default(ctx context.Context, env func(string) string) (model.Binding, error
 	}
 	ollama := Resolve(model.Binding{Provider: "ollama"}, env)
 	models, err := ollamaModels(ctx, ollama.BaseURL)
-	if err == nil && len(models) > 0 {
-		ollama.Model = models[0]
+	if m := chatModel(models); err == nil && m != "" {
+		ollama.Model = m
 		return ollama, nil
 	}
 	local := "no Ollama answered at " + ollama.BaseURL
 	if err == nil {
-		local = "the Ollama at " + ollama.BaseURL + " has no models (ollama pull llama3.2)"
+		local = "the Ollama at " + ollama.BaseURL + " has no chat models (ollama pull llama3.2)"
 	}
 	return model.Binding{}, fmt.Errorf("no model to run: set ANTHROPIC_API_KEY, OPENAI_API_KEY or DEEPSEEK_API_KEY, "+
 		"start a local Ollama (%s), or pass --model PROVIDER/MODEL (anthropic/…, openai/…, deepseek/…, ollama/…, vllm/…, openrouter/…, or script:PATH); "+
 		"`ink demo` shows ink working offline and needs no model", local)
+}
+
+// chatModel picks the first model that can chat: embedding models, which
+// Ollama lists beside the others, cannot answer a conversation.
+func chatModel(names []string) string {
+	for _, n := range names {
+		if !strings.Contains(strings.ToLower(n), "embed") {
+			return n
+		}
+	}
+	return ""
 }
 
 // ollamaModels lists the models of the Ollama whose OpenAI endpoint is base

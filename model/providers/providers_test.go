@@ -152,8 +152,8 @@ func TestOpenScriptAnswers(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	t.Parallel()
-	ollama := fakeOllama(t, true, "qwen3:8b", "llama3.2:latest")
-	emptyOllama := fakeOllama(t, true)
+	ollama := fakeOllama(t, true, "nomic-embed-text:latest", "qwen3:8b", "llama3.2:latest")
+	emptyOllama := fakeOllama(t, true, "mxbai-embed-large")
 	v1Only := fakeOllama(t, false, "gemma3")
 	dead := deadURL(t)
 	cases := []struct {
@@ -175,7 +175,7 @@ func TestDefault(t *testing.T) {
 		{"ollama answering only /v1/models", map[string]string{"OLLAMA_HOST": v1Only.URL},
 			model.Binding{Provider: "ollama", Model: "gemma3", BaseURL: v1Only.URL + "/v1"}, nil},
 		{"ollama without models", map[string]string{"OLLAMA_HOST": emptyOllama.URL}, model.Binding{},
-			[]string{"has no models", "ollama pull", "ink demo"}},
+			[]string{"has no chat models", "ollama pull", "ink demo"}},
 		{"nothing available", map[string]string{"OLLAMA_HOST": dead}, model.Binding{},
 			[]string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "no Ollama answered at " + dead + "/v1", "--model", "`ink demo`", "needs no model"}},
 	}
