@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// rssSampler follows the children of one process (the ink supervisor) in
-// /proc and records each one's peak resident set (VmHWM) as last seen while
+// rssSampler follows the ink children of one process (the workers of the
+// ink supervisor; git and other tools it runs are left out) in /proc and
+// records each one's peak resident set (VmHWM) as last seen while
 // it was alive. VmHWM only grows, so the last sample is the best lower bound
 // of a process's peak; the sampling period bounds how much a short-lived
 // worker can add after its last sample.
@@ -51,7 +52,8 @@ func (s *rssSampler) loop() {
 	}
 }
 
-// sample reads VmHWM of the parent and of every process whose parent it is.
+// sample reads VmHWM of the parent and of every ink process whose parent it
+// is.
 func (s *rssSampler) sample() {
 	if kb, ok := vmHWM(s.parent); ok {
 		s.mu.Lock()
@@ -75,11 +77,11 @@ func (s *rssSampler) sample() {
 			continue
 		}
 		if !known {
-			ppid, ok := parentOf(pid)
+			ppid, comm, ok := statOf(pid)
 			if !ok {
 				continue
 			}
-			if ppid != s.parent {
+			if ppid != s.parent || comm != "ink" {
 				s.mu.Lock()
 				s.notChild[pid] = true
 				s.mu.Unlock()
@@ -110,24 +112,24 @@ func (s *rssSampler) finish() (children []int64, self int64) {
 	return children, s.self
 }
 
-// parentOf reads the parent pid from /proc/<pid>/stat.
-func parentOf(pid int) (int, bool) {
+// statOf reads the parent pid and the command name from /proc/<pid>/stat.
+func statOf(pid int) (ppid int, comm string, ok bool) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
-	// The command name in parentheses may hold spaces: fields start after
-	// the last ')'. They are: state ppid ...
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, false
+	// "pid (comm) state ppid ...": the name may hold spaces and parentheses,
+	// so it ends at the last ')'.
+	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || end < open {
+		return 0, "", false
 	}
-	f := bytes.Fields(data[i+1:])
+	f := bytes.Fields(data[end+1:])
 	if len(f) < 2 {
-		return 0, false
+		return 0, "", false
 	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	return ppid, err == nil
+	ppid, err = strconv.Atoi(string(f[1]))
+	return ppid, string(data[open+1 : end]), err == nil
 }
 
 // vmHWM reads the peak resident set of pid in KiB; a process that is gone

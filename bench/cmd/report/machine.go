@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,7 +34,7 @@ func describeMachine(root string) machine {
 	m.Git = strings.TrimPrefix(command(root, "git", "--version"), "git version ")
 	m.Kernel = command(root, "uname", "-sr")
 	m.CPU = procField("/proc/cpuinfo", "model name")
-	m.Memory = procField("/proc/meminfo", "MemTotal")
+	m.Memory = memory(procField("/proc/meminfo", "MemTotal"))
 	return m
 }
 
@@ -60,6 +62,16 @@ func procField(path, key string) string {
 		}
 	}
 	return "unknown"
+}
+
+// memory renders a /proc/meminfo size such as "24683620 kB" in GiB.
+func memory(v string) string {
+	kb, ok := strings.CutSuffix(v, " kB")
+	n, err := strconv.ParseFloat(kb, 64)
+	if !ok || err != nil {
+		return v
+	}
+	return fmt.Sprintf("%.1f GiB", n/(1<<20))
 }
 
 // loadAverage is the 1, 5 and 15 minute load average.

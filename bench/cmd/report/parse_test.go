@@ -81,3 +81,12 @@ func TestSig3(t *testing.T) {
 		}
 	}
 }
+
+func TestMemory(t *testing.T) {
+	if got := memory("24683620 kB"); got != "23.5 GiB" {
+		t.Errorf("memory = %q", got)
+	}
+	if got := memory("unknown"); got != "unknown" {
+		t.Errorf("memory(unknown) = %q", got)
+	}
+}

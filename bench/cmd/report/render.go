@@ -26,7 +26,8 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 	w("\n**Load caveat.** This machine has 2 cores shared with other builds and test runs, so absolute times are inflated and noisy\n")
 	w("(a load average above 2 means processes were waiting for a core). The ratios are the figures to read: in the ink benchmarks\n")
 	w("(spawn, task, fan-out, resume) every iteration runs the floor right beside the measured work, alternating which goes first,\n")
-	w("so both see the same load. The lease and worktree figures come from their packages' benchmarks, whose floors run just before or after.\n\n")
+	w("so both see the same load. The lease and worktree figures come from their packages' benchmarks, whose floors run just before\n")
+	w("or after the measured work, not beside it: under load their ratios swing more (a ratio below 1× there is noise, not ink beating git).\n\n")
 
 	w("## Worker spawn\n\n")
 	w("`ink worker` started through `ipc.Start` (fork/exec, go-plugin handshake on the Unix socket, protocol check, Info), against a bare\n")
