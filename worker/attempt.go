@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,6 +351,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 	if scan.State == session.Repairable {
 		repairs = append(repairs, session.UnknownOutcomeResults(scan.Missing)...)
 	}
+	inCallOrder(msgs, repairs)
 	for _, m := range repairs {
 		if _, err := w.AppendMessage(m); err != nil {
 			w.Close()
@@ -391,6 +393,21 @@ func danglingAnswers(msgs []model.Message, answers []ipc.Answer) []model.Message
 		}
 	}
 	return out
+}
+
+// inCallOrder sorts repair results (one result each) into the order of
+// their calls in msgs, so that answers from children and outcome-unknown
+// results interleave as the calls did.
+func inCallOrder(msgs []model.Message, repairs []model.Message) {
+	pos := map[string]int{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			pos[c.ID] = len(pos)
+		}
+	}
+	sort.SliceStable(repairs, func(i, j int) bool {
+		return pos[repairs[i].Results[0].ToolCallID] < pos[repairs[j].Results[0].ToolCallID]
+	})
 }
 
 // headerChanged compares the transcript's header with the validated one.
