@@ -273,12 +273,17 @@ func childAnswers(tr *session.Transcript) []ipc.Answer {
 		}
 	}
 	children, _ := session.ListChildren(tr.Path)
-	// Children already accounted for by a TaskRecord.
+	// Children already accounted for by a TaskRecord, and how many of
+	// their attempts the records account for.
 	used := map[string]bool{}
+	recorded := map[string]int{}
 	for _, m := range tr.Messages {
 		if len(m.TaskRecord) > 0 {
 			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil && rec.ChildID != "" {
 				used[rec.ChildID] = true
+				if rec.Launched {
+					recorded[rec.ChildID]++
+				}
 			}
 		}
 	}
@@ -311,7 +316,8 @@ func childAnswers(tr *session.Transcript) []ipc.Answer {
 				continue
 			}
 			used[child.ID] = true
-			out = append(out, answerFromChild(tr, c, args, child.Path))
+			out = append(out, answerFromChild(tr, c, args, child.Path, recorded[child.ID]))
+			recorded[child.ID]++
 		}
 	}
 	return out
@@ -332,8 +338,11 @@ func firstPrompt(path string) string {
 }
 
 // answerFromChild composes the result of a dangling task call from the
-// child's transcript.
-func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string) ipc.Answer {
+// child's transcript: from the attempt that call started, the one after
+// the prior attempts that the parent's TaskRecords account for. When that
+// attempt never started or never ended, the outcome is unknown: an earlier
+// attempt's answer is never passed off as this call's.
+func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) ipc.Answer {
 	ctr, err := session.Open(childPath)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
@@ -345,8 +354,8 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	if err != nil {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
 	}
-	end, ended := ctr.LastAttemptEnd()
 	id := ctr.Header.ID
+	end, ended := attemptEnd(ctr, prior)
 	if !ended || end.Status == "" {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil)
 	}
@@ -371,4 +380,22 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		}
 	}
 	return result(content, isErr, &rec)
+}
+
+// attemptEnd returns the end entry of the attempt that started after the
+// first prior attempts of tr, if it started and ended.
+func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) {
+	started, target := 0, ""
+	for _, a := range tr.Attempts() {
+		switch {
+		case a.Phase == session.PhaseStart && target == "":
+			if started == prior {
+				target = a.AttemptID
+			}
+			started++
+		case a.Phase == session.PhaseEnd && target != "" && a.AttemptID == target:
+			return a, true
+		}
+	}
+	return session.AttemptEntry{}, false
 }

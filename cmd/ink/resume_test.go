@@ -1157,3 +1157,82 @@ func TestResumeWorktreeRefusals(t *testing.T) {
 		t.Fatalf("the resumed worktree lost its work: %v", err)
 	}
 }
+
+// TestRunSessionQueuedResumeNeverLeaksOldAnswer: ink dies while the main
+// agent's task({resume}) waits in the queue; continuing the main session
+// answers that call as outcome-unknown with the child's id, never with the
+// child's previous answer.
+func TestRunSessionQueuedResumeNeverLeaksOldAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const rules = `rules:
+  - when: {depth: 0, user: "^start$", turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "first job"}}]
+  - when: {depth: 0, user: "^start$"}
+    reply: {text: "first done"}
+  - when: {depth: 0, user: "^again$", turn: 1}
+    reply:
+      calls:
+        - {tool: task, args: {prompt: "slow job"}}
+        - {tool: task, args: {resume: "CHILDID", prompt: "more"}}
+  - when: {depth: 0, user: "^go on$", result: "the old answer"}
+    reply: {text: "LEAKED"}
+  - when: {depth: 0, user: "^go on$", result: "outcome is unknown"}
+    reply: {text: "the resume is unknown"}
+  - when: {depth: 1, user: "slow job"}
+    reply: {text: "slow", delay: 60s}
+  - when: {depth: 1}
+    reply: {text: "the old answer"}
+`
+	script := e.write("s.yaml", rules)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "start")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	mainID := ofType(evs, "run.start")[0]["session"].(string)
+	childID := ofType(evs, "task.end")[0]["childId"].(string)
+	e.write("s.yaml", strings.ReplaceAll(rules, "CHILDID", childID))
+
+	q := e.start("run", "--json", "--max-parallel", "1", "--model", "script:"+script, "--session", mainID, "again")
+	waitForEvent(t, q, "task.queued")
+	syscall.Kill(q.cmd.Process.Pid, syscall.SIGKILL)
+	q.wait(t, time.Minute)
+	list, _ := session.ListSessions(e.home, e.dir)
+	// Wait for the workers to record host loss and let go of their leases.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if st, err := session.Open(list[0].Path); err == nil {
+			if end, ok := st.LastAttemptEnd(); ok && end.Status == "interrupted" {
+				break
+			}
+		}
+	}
+
+	r, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\n%s", code, r.stderr.String())
+	}
+	if got := ofType(events(t, r.stdout.Bytes()), "run.end")[0]["text"]; got != "the resume is unknown" {
+		t.Fatalf("run.end text %q", got)
+	}
+	tr, _ := session.Open(list[0].Path)
+	var calls, answered []string
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.ID)
+		}
+		for _, r := range m.Results {
+			answered = append(answered, r.ToolCallID)
+		}
+	}
+	if strings.Join(calls, ",") != strings.Join(answered, ",") {
+		t.Fatalf("results %v are not in call order %v", answered, calls)
+	}
+	res := resultMessages(tr)
+	last := res[len(res)-1]
+	if strings.Contains(last, "the old answer") || !strings.Contains(last, "outcome is unknown") || !strings.Contains(last, "child session id: "+childID) {
+		data, _ := os.ReadFile(list[0].Path)
+		t.Fatalf("the queued resume call was answered with %q\n%s", last, data)
+	}
+}
