@@ -319,10 +319,11 @@ func firstLine(s string) string {
 
 const (
 	childPrompt = "count the widgets in the inventory"
-	// probeCommand shows whether the child's bash sees the host secret
-	// (it must not) and the provider key (the allowlist passes it).
-	probeCommand = `echo "secret=[$HOST_SECRET] key=[${OPENAI_API_KEY:+set}]"`
-	probeSeen    = "secret=[] key=[set]"
+	// probeCommand shows whether the child's bash sees the host secret (it
+	// must not). That the provider variables reach the child's worker shows
+	// in its requests: they carry the key and reach OPENAI_BASE_URL.
+	probeCommand = `echo "secret=[$HOST_SECRET] home=[${INK_HOME:+set}]"`
+	probeSeen    = "secret=[] home=[set]"
 )
 
 // delegating is the conversation of the OpenAI end-to-end test: the main
