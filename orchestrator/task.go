@@ -265,6 +265,9 @@ func (o *Orchestrator) runChild(ctx context.Context, parent, child *agentRun, ca
 	// again, so that no prune or `ink worktrees rm` takes it from under the
 	// worker. settleWorktree unlocks it after the attempt.
 	if wt != nil && resumed {
+		if info, err := worktree.Find(ctx, o.cfg.InkHome, wt.ChildID()); err == nil && info.Locked && info.LockPIDAlive && info.LockPID != os.Getpid() {
+			return o.reject(parent, callID, args, fmt.Sprintf("task: the worktree %s is in use by process %d (%s); resume it once that process has ended. Start a new task instead.", wt.Path, info.LockPID, info.LockReason))
+		}
 		if err := worktree.Lock(ctx, *wt, fmt.Sprintf("ink %s pid %d", child.sessionID, os.Getpid())); err != nil {
 			return o.reject(parent, callID, args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", wt.Path, err))
 		}
@@ -293,6 +296,13 @@ func (o *Orchestrator) finish(parent, child *agentRun, callID string, args TaskA
 	if res.Status == ipc.StatusRefused {
 		ans := o.reject(parent, callID, args, fmt.Sprintf("task: %s. Start a new task instead.", res.Reason))
 		ans.Record.ChildID = child.sessionID
+		// A worktree made for this attempt goes with it when clean. A
+		// resumed child's lock is left as it is: another attempt may be
+		// running there (a dead pid in it counts as no lock).
+		if wt != nil && !resumed {
+			_, _, lines := o.settleWorktree(*wt, false, false)
+			ans.Content += "\n" + strings.Join(lines, "\n")
+		}
 		o.emit(child.label, child.sessionID, "task.end", map[string]any{"childId": child.sessionID, "status": "rejected", "reason": res.Reason, "toolCallId": callID})
 		return ans
 	}
