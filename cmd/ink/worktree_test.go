@@ -1008,7 +1008,20 @@ func TestWorktreeTimeoutKeptForResume(t *testing.T) {
 	}
 	wtAssertKept(t, e, w)
 
+	// While another live process holds the worktree's lock, the resume is
+	// refused and the lock left alone.
+	reason := fmt.Sprintf("ink %s pid %d", rec.ChildID, os.Getpid())
+	e.wtGit("worktree", "lock", "--reason", reason, w.Path)
 	r, code := e.run("task", "--resume", rec.ChildID, "--model", "script:"+script, "go on")
+	if want := fmt.Sprintf("the worktree %s is in use by process %d (%s); resume it once that process has ended. Start a new task instead.", w.Path, os.Getpid(), reason); code != 3 || !strings.Contains(r.stderr.String(), want) {
+		t.Fatalf("resume of a worktree in use: exit %d, want 3 saying %q\nstderr:\n%s", code, want, r.stderr.String())
+	}
+	if got := e.wtGit("worktree", "list", "--porcelain"); !strings.Contains(got+"\n", "\nlocked "+reason+"\n") {
+		t.Fatalf("the refused resume changed the lock:\n%s", got)
+	}
+	e.wtGit("worktree", "unlock", w.Path)
+
+	r, code = e.run("task", "--resume", rec.ChildID, "--model", "script:"+script, "go on")
 	if code != 0 {
 		t.Fatalf("resume exited %d\nstderr:\n%s", code, r.stderr.String())
 	}
