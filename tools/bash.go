@@ -81,6 +81,7 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	cmd := exec.Command("bash", "-c", a.Command)
 	cmd.Dir = t.env.Cwd
+	cmd.Env = commandEnv(os.Environ())
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -198,4 +199,19 @@ func waitExited(pid int) {
 // seconds formats d as a number of seconds without a unit.
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// commandEnv is the environment of a bash command: the worker's own (already
+// an allowlist) minus model credentials, which belong to the worker's
+// provider and not to commands a model chooses to run.
+func commandEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_AUTH_TOKEN") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
