@@ -1038,3 +1038,53 @@ func TestWorktreeTimeoutKeptForResume(t *testing.T) {
 	}
 	wtAssertGone(t, e, w.Path, w.Branch)
 }
+
+// TestWorktreeResumeAfterHostLoss: when the supervisor itself is killed,
+// the child's worktree is left as it was, locked by a dead process; `ink
+// worktrees ls` says so, and a resume takes it over, continues there with
+// the child's commit, and leaves it kept and unlocked.
+func TestWorktreeResumeAfterHostLoss(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	script := e.wtOutside("s.yaml", `rules:
+  - when: {user: "^start$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo first >> a.txt && git commit -qam first-step && sleep 300"}}]
+  - when: {user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "git log -1 --format=%s"}}]
+  - when: {user: "^go on$", tool: bash, result: "first-step"}
+    reply: {text: "resumed with my commit"}
+  - reply: {text: "lost my work"}
+`)
+	p := e.start("task", "--json", "--worktree", "--model", "script:"+script, "start")
+	start := waitForEvent(t, p, "task.start")
+	path, worker, id := start["worktree"].(string), int(start["pid"].(float64)), start["childId"].(string)
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" })
+	deadline := time.Now().Add(time.Minute)
+	for e.wtGitIn(path, "log", "-1", "--format=%s") != "first-step" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	host := p.cmd.Process.Pid
+	if err := syscall.Kill(host, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, time.Minute)
+	deadline = time.Now().Add(30 * time.Second)
+	for alive(worker) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(worker) {
+		t.Fatalf("worker %d outlived its supervisor", worker)
+	}
+	ls, _ := e.run("worktrees", "ls")
+	if row := fmt.Sprintf("%s work-present ink/%s 1/0 false pid %d (dead) %s", id, id, host, path); !strings.Contains(strings.Join(strings.Fields(ls.stdout.String()), " "), row) {
+		t.Fatalf("ls does not show the worktree locked by the dead supervisor (want %q):\n%s", row, ls.stdout.String())
+	}
+
+	r, code := e.run("task", "--resume", id, "--model", "script:"+script, "go on")
+	if code != 0 || !strings.HasPrefix(r.stdout.String(), "resumed with my commit\n") {
+		t.Fatalf("resume exited %d\nstdout:\n%s\nstderr:\n%s", code, r.stdout.String(), r.stderr.String())
+	}
+	wtAssertKept(t, e, &session.WorktreeOutcome{Path: path, Branch: "ink/" + id})
+}
