@@ -109,7 +109,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
 	}
 	if launch.InkVersion != InkVersion {
-		add("version-drift", "launched by ink %s, this is ink %s", launch.InkVersion, InkVersion)
+		add("version-drift", "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)
 	}
 
 	// Agent.
@@ -118,9 +118,9 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		p, err := o.profile(launch.Agent.Name)
 		switch {
 		case err != nil:
-			add("agent-missing", "agent %q is no longer defined (was %s)", launch.Agent.Name, launch.Agent.Source)
+			add("agent-missing", "agent %q is no longer defined (was %s); restore that file to resume it", launch.Agent.Name, launch.Agent.Source)
 		case p.RoleSHA256 != launch.Agent.RoleSHA256:
-			add("agent-drift", "agent %q changed since launch (%s)", launch.Agent.Name, p.Source)
+			add("agent-drift", "agent %q changed since launch (%s); restore its earlier text to resume it", launch.Agent.Name, p.Source)
 			prof = &p
 		default:
 			prof = &p
@@ -139,7 +139,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		}
 	}
 	if binding != launch.Binding {
-		add("model-drift", "launched on %s%s, would now run on %s%s", launch.Binding.String(), atURL(launch.Binding), binding.String(), atURL(binding))
+		add("model-drift", "launched on %s%s, would now run on %s%s; resume it on the model it was launched on (--model %s)", launch.Binding.String(), atURL(launch.Binding), binding.String(), atURL(binding), launch.Binding.String())
 	}
 
 	// Tools.
@@ -147,7 +147,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if err != nil {
 		add("tools-drift", "%v", err)
 	} else if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
-		add("tools-drift", "launched with tools [%s], would now get [%s]", strings.Join(launch.Tools, ", "), strings.Join(got, ", "))
+		add("tools-drift", "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
 	}
 
 	// Cwd and worktree.
@@ -165,12 +165,12 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 			"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
 			"Commit your work on your branch before you finish; the user will review and merge it.", w.Path, w.Branch, short(w.Baseline), parent.cwd)
 	} else if cwd != launch.Cwd {
-		add("cwd-drift", "launched in %s, the parent now works in %s", launch.Cwd, cwd)
+		add("cwd-drift", "launched in %s, the parent now works in %s; run ink from %s (or pass --cwd)", launch.Cwd, cwd, launch.Cwd)
 	}
 	if fi, err := os.Stat(launch.Cwd); err != nil {
-		add("cwd-missing", "the child's directory %s is gone", launch.Cwd)
+		add("cwd-missing", "the child's directory %s is gone; put it back to resume the child", launch.Cwd)
 	} else if !fi.IsDir() {
-		add("cwd-not-directory", "the child's directory %s is no longer a directory", launch.Cwd)
+		add("cwd-not-directory", "the child's directory %s is no longer a directory; put the directory back to resume the child", launch.Cwd)
 	}
 
 	// System prompt (date line normalised) and prompt files.
@@ -180,7 +180,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 	system := childSystem(parent.system, body, notice)
 	if session.SystemFingerprint(system) != launch.System.SHA256 {
-		add("system-drift", "the assembled system prompt changed since launch (ink, its instructions or the parent's prompt differ)")
+		add("system-drift", "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
 	}
 	for _, f := range launch.System.Files {
 		data, err := os.ReadFile(f.Path)

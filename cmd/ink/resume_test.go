@@ -192,7 +192,8 @@ func TestResumeRefusals(t *testing.T) {
 	// another model.
 	plain, _, _ := launchChild(t, e, 0, "--model", model, "plain work")
 	refused("model and tools drift", 3, []string{"--model", "script:" + other, "--max-depth", "2", "--resume", plain, "x"},
-		`model-drift: launched on script:`+regexp.QuoteMeta(script)+`, would now run on script:`+regexp.QuoteMeta(other),
+		`model-drift: launched on script:`+regexp.QuoteMeta(script)+`, would now run on script:`+regexp.QuoteMeta(other)+
+			`; resume it on the model it was launched on \(--model script:`+regexp.QuoteMeta(script)+`\)`,
 		`tools-drift: launched with tools \[bash, edit, find, grep, ls, read, write\], would now get \[bash, edit, find, grep, ls, read, task, write\]`,
 		regexp.QuoteMeta(end))
 	refused("model drift", 3, []string{"--model", "script:" + other, "--resume", id, "x"}, `model-drift:`, regexp.QuoteMeta(end))
@@ -220,7 +221,7 @@ func TestResumeRefusals(t *testing.T) {
 	}
 	e.dir = elsewhere
 	refused("cwd drift", 3, []string{"--model", model, "--cwd", elsewhere, "--parent", parentID, "--resume", id, "x"},
-		`cwd-drift: launched in `+regexp.QuoteMeta(proj)+`, the parent now works in `+regexp.QuoteMeta(elsewhere))
+		`cwd-drift: launched in `+regexp.QuoteMeta(proj)+`, the parent now works in `+regexp.QuoteMeta(elsewhere)+`; run ink from `+regexp.QuoteMeta(proj))
 	moved := filepath.Join(filepath.Dir(proj), "moved")
 	if err := os.Rename(proj, moved); err != nil {
 		t.Fatal(err)
