@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// fakeStream records what the attempt sends to its host.
+type fakeStream struct {
+	pb.Worker_AttemptServer
+	sent []*pb.WorkerMsg
+}
+
+func (f *fakeStream) Send(m *pb.WorkerMsg) error {
+	f.sent = append(f.sent, m)
+	return nil
+}
+
+// transcript writes a transcript with msgs and returns its path, header and
+// bytes.
+func transcript(t *testing.T, msgs ...model.Message) (string, session.Header, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "child.jsonl")
+	h := session.Header{Type: "session", Version: session.Version, ID: "child1", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Cwd: "/src"}
+	w, err := session.Create(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := w.AppendMessage(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, h, data
+}
+
+func newAttempt(spec ipc.AttemptSpec) (*attempt, *fakeStream) {
+	s := &fakeStream{}
+	return &attempt{spec: spec, stream: s, log: slog.New(slog.DiscardHandler)}, s
+}
+
+func call(id, name string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: name, Args: json.RawMessage(`{}`)}
+}
+
+func result(id, name, text string) model.Message {
+	return model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: id, ToolName: name, Content: text}}}
+}
+
+// TestOpenTranscriptRefusals: a header changed since validation, a crash
+// tail without permission to repair, and a history broken beyond a crash
+// tail are refused, and the file stays byte-identical.
+func TestOpenTranscriptRefusals(t *testing.T) {
+	tail := []model.Message{model.UserText("go"), {Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("c1", "bash")}}}
+	cases := []struct {
+		name   string
+		msgs   []model.Message
+		spec   func(h session.Header, path string) ipc.AttemptSpec
+		reason string
+	}{
+		{"header changed", []model.Message{model.UserText("go")}, func(h session.Header, path string) ipc.AttemptSpec {
+			h.Cwd = "/elsewhere"
+			hdr, _ := json.Marshal(h)
+			return ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true}
+		}, "changed since it was validated"},
+		{"repair not allowed", tail, func(h session.Header, path string) ipc.AttemptSpec {
+			return ipc.AttemptSpec{Transcript: path}
+		}, "repair was not allowed"},
+		{"gap mid-history", append(append([]model.Message(nil), tail...), model.UserText("more")), func(h session.Header, path string) ipc.AttemptSpec {
+			return ipc.AttemptSpec{Transcript: path, Repair: true}
+		}, "cannot be continued"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, h, before := transcript(t, c.msgs...)
+			a, _ := newAttempt(c.spec(h, path))
+			w, _, refused := a.openTranscript(nil)
+			if w != nil {
+				w.Close()
+			}
+			if refused == nil || refused.Status != ipc.StatusRefused || !strings.Contains(refused.Reason, c.reason) {
+				t.Fatalf("outcome %+v, want a refusal saying %q", refused, c.reason)
+			}
+			after, _ := os.ReadFile(path)
+			if !bytes.Equal(before, after) {
+				t.Fatalf("the refused transcript changed:\n%s", after)
+			}
+		})
+	}
+}
+
+// TestOpenTranscriptRepairsInCallOrder: a crash tail whose calls are
+// answered partly from children and partly as outcome-unknown gets its
+// results in call order, each task answer with its TaskRecord.
+func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
+	path, h, before := transcript(t,
+		model.UserText("go"),
+		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("t1", "task"), call("r1", "read"), call("t2", "task")}},
+		result("r1", "read", "file text"),
+	)
+	hdr, _ := json.Marshal(h)
+	ans := ipc.Answer{Message: result("t2", "task", "child two's answer"), TaskRecord: json.RawMessage(`{"version":1,"childId":"kid2","status":"completed"}`)}
+	a, stream := newAttempt(ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true, Answers: []ipc.Answer{ans}})
+	w, history, refused := a.openTranscript(nil)
+	if refused != nil {
+		t.Fatalf("refused: %+v", refused)
+	}
+	w.Close()
+	after, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(after, before) {
+		t.Fatal("the repair changed bytes that were already there")
+	}
+	tr, err := session.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, m := range tr.Messages[3:] {
+		r := m.Results[0]
+		order = append(order, r.ToolCallID)
+		switch r.ToolCallID {
+		case "t1":
+			if r.Content != session.UnknownOutcomeText || !r.IsError {
+				t.Errorf("t1 answered %+v", r)
+			}
+		case "t2":
+			if !bytes.Contains(m.TaskRecord, []byte(`"childId":"kid2"`)) || r.Content != "child two's answer" {
+				t.Errorf("t2 answered %+v with record %s", r, m.TaskRecord)
+			}
+		}
+	}
+	if strings.Join(order, ",") != "t1,t2" {
+		t.Fatalf("repairs in order %v, want t1,t2", order)
+	}
+	if len(history) != 5 {
+		t.Fatalf("history has %d messages, want 5", len(history))
+	}
+	if len(stream.sent) != 1 || stream.sent[0].GetEvent().GetType() != "warning" {
+		t.Fatalf("want one warning event, got %v", stream.sent)
+	}
+}
