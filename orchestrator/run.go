@@ -146,6 +146,9 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 	if len(matches) == 1 {
 		return matches[0], nil
 	}
+	if kids, _ := filepath.Glob(filepath.Join(o.cfg.InkHome, "sessions", "*", "*", "children", id+".jsonl")); len(kids) > 0 {
+		return "", fmt.Errorf("%s is a child session, not a main session; continue it with `ink task --resume %s \"…\"`", id, id)
+	}
 	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
 }
 
