@@ -1237,3 +1237,36 @@ func TestRunSessionQueuedResumeNeverLeaksOldAnswer(t *testing.T) {
 		t.Fatalf("the queued resume call was answered with %q\n%s", last, data)
 	}
 }
+
+// TestRunSessionRefusals: `ink run --session` of a session that is still
+// running is refused (exit 3) naming the holder's pid; a child's id is
+// refused (exit 2) with the command that continues a child.
+func TestRunSessionRefusals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "child"}}]
+  - when: {depth: 0}
+    reply: {text: "done"}
+  - reply: {text: "child done", delay: 3s}
+`)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	childID := waitForEvent(t, p, "task.start")["childId"].(string)
+	q, code := e.run("run", "--model", "script:"+script, "--session", mainID, "more")
+	if code != 3 || !strings.Contains(q.stderr.String(), fmt.Sprintf("in use by pid %d", mainPid)) {
+		t.Fatalf("busy session: exit %d\n%s", code, q.stderr.String())
+	}
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Fatalf("the running session was disturbed: exit %d\n%s", code, p.stderr.String())
+	}
+	before := snapshot(t, e.home)
+	q, code = e.run("run", "--model", "script:"+script, "--session", childID, "more")
+	if code != 2 || !strings.Contains(q.stderr.String(), childID+" is a child session, not a main session; continue it with `ink task --resume "+childID) {
+		t.Fatalf("child id: exit %d\n%s", code, q.stderr.String())
+	}
+	sameTree(t, "child id", before, snapshot(t, e.home))
+}
