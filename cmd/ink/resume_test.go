@@ -1197,17 +1197,17 @@ func TestRunSessionQueuedResumeNeverLeaksOldAnswer(t *testing.T) {
 	e.write("s.yaml", strings.ReplaceAll(rules, "CHILDID", childID))
 
 	q := e.start("run", "--json", "--max-parallel", "1", "--model", "script:"+script, "--session", mainID, "again")
+	mainPid := int(waitForEvent(t, q, "worker.start")["pid"].(float64))
 	waitForEvent(t, q, "task.queued")
 	syscall.Kill(q.cmd.Process.Pid, syscall.SIGKILL)
 	q.wait(t, time.Minute)
 	list, _ := session.ListSessions(e.home, e.dir)
-	// Wait for the workers to record host loss and let go of their leases.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if st, err := session.Open(list[0].Path); err == nil {
-			if end, ok := st.LastAttemptEnd(); ok && end.Status == "interrupted" {
-				break
-			}
-		}
+	// The main worker records the host loss, lets go of its lease and exits.
+	for deadline := time.Now().Add(10 * time.Second); alive(mainPid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(mainPid) {
+		t.Fatalf("the main worker %d outlived its supervisor", mainPid)
 	}
 
 	r, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
