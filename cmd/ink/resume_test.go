@@ -417,6 +417,12 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if code := p.wait(t, time.Minute); code != 1 {
 		t.Fatalf("killed child: exit %d, want 1\nstderr:\n%s", code, p.stderr.String())
 	}
+	for deadline := time.Now().Add(5 * time.Second); alive(bashPid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(bashPid) {
+		t.Fatalf("the bash call (pid %d) outlived its killed worker", bashPid)
+	}
 	first := shellRecord(t, e)
 	if first.Status != "crash" || !first.Launched || first.ChildID != id {
 		t.Fatalf("first TaskRecord %+v", first)
