@@ -1155,6 +1155,36 @@ func TestResumeWorktreeRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// git no longer knows the worktree.
+	admin := filepath.Join(e.dir, ".git", "worktrees", filepath.Base(wt))
+	if err := os.Rename(admin, admin+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	refused("worktree unregistered", `worktree-unregistered: `)
+	if err := os.Rename(admin+".aside", admin); err != nil {
+		t.Fatal(err)
+	}
+
+	// The repository moved away: ink runs elsewhere, naming the session.
+	repo, elsewhere := e.dir, filepath.Join(filepath.Dir(e.dir), "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repo, repo+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = elsewhere
+	before := snapshot(t, roots...)
+	code, _, stderr := e.resumeOut("--model", "script:"+script, "--parent", rec.ParentSessionID, "--resume", id, "go on")
+	if code != 3 || !strings.Contains(stderr, "worktree-repo-missing: the repository "+repo+" no longer exists") {
+		t.Errorf("repository missing: exit %d\n%s", code, stderr)
+	}
+	sameTree(t, "repository missing", before, snapshot(t, roots...))
+	if err := os.Rename(repo+".aside", repo); err != nil {
+		t.Fatal(err)
+	}
+	e.dir = repo
+
 	// Put back, it resumes in the same worktree and keeps it.
 	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
 	if code != 0 || !strings.HasPrefix(stdout, "done\n") {
@@ -1163,6 +1193,10 @@ func TestResumeWorktreeRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, "new.txt")); err != nil {
 		t.Fatalf("the resumed worktree lost its work: %v", err)
 	}
+
+	// The branch's reflog no longer shows how ink created it.
+	e.wtGit("reflog", "expire", "--expire=now", "--all")
+	refused("history replaced", `worktree-history-replaced: the reflog of ink/`+id+` no longer holds its creation entry`)
 }
 
 // TestRunSessionQueuedResumeNeverLeaksOldAnswer: ink dies while the main
