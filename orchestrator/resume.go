@@ -161,9 +161,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		}
 		plan.worktree = &rec
 		cwd, root = launch.Cwd, w.Path
-		notice = fmt.Sprintf("You work in your own git worktree at %s, on branch %s, created from the parent's HEAD (%s). "+
-			"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
-			"Commit your work on your branch before you finish; the user will review and merge it.", w.Path, w.Branch, short(w.Baseline), parent.cwd)
+		notice = worktreeNotice(w.Path, w.Branch, w.Baseline, parent.cwd)
 	} else if cwd != launch.Cwd {
 		add("cwd-drift", "launched in %s, the parent now works in %s; run ink from %s (or pass --cwd)", launch.Cwd, cwd, launch.Cwd)
 	}

@@ -68,3 +68,11 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// worktreeNotice tells a worktree child where it works. Launch and resume
+// must build the same text, or a resume would see system drift.
+func worktreeNotice(path, branch, baseline, parentCwd string) string {
+	return fmt.Sprintf("You work in your own git worktree at %s, on branch %s, created from the parent's HEAD (%s). "+
+		"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
+		"Commit your work on your branch before you finish; the user will review and merge it.", path, branch, short(baseline), parentCwd)
+}

@@ -204,9 +204,7 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 	// 5. Transcript, launch record, system prompt.
 	notice := ""
 	if wt != nil {
-		notice = fmt.Sprintf("You work in your own git worktree at %s, on branch %s, created from the parent's HEAD (%s). "+
-			"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
-			"Commit your work on your branch before you finish; the user will review and merge it.", wt.Path, wt.Branch, short(wt.Baseline), parent.cwd)
+		notice = worktreeNotice(wt.Path, wt.Branch, wt.Baseline, parent.cwd)
 	}
 	body := ""
 	if prof != nil {
