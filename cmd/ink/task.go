@@ -69,12 +69,13 @@ func newTaskCmd(g *globals) *cobra.Command {
 				}
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			if !g.json {
-				if res.IsError {
-					fmt.Fprintln(os.Stderr, res.Content)
-				} else {
-					fmt.Fprintln(os.Stdout, res.Content)
-				}
+			// A failure or refusal is said on stderr with --json too, so
+			// that no non-zero exit goes without a message.
+			switch {
+			case res.IsError:
+				fmt.Fprintln(os.Stderr, res.Content)
+			case !g.json:
+				fmt.Fprintln(os.Stdout, res.Content)
 			}
 			if code := exitCode(res.Status); code != exitOK {
 				return &exitError{code: code}
