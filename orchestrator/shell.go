@@ -49,7 +49,9 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	if opts.Args.Resume != nil {
 		path, id, err := o.findOwner(*opts.Args.Resume, opts.Parent)
 		if err != nil {
-			return TaskResult{Status: "rejected", Content: err.Error() + "\nStart a new task instead.", IsError: true}, nil
+			res := TaskResult{Status: "rejected", Content: err.Error() + "\nStart a new task instead.", IsError: true}
+			o.emit("shell", "", "run.end", map[string]any{"status": res.Status, "reason": res.Content, "text": ""})
+			return res, nil
 		}
 		parent.sessionID, parent.transcript, existing = id, path, true
 	} else {
@@ -120,7 +122,11 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 		}
 	}
 	res := TaskResult{Content: ans.Content, IsError: ans.IsError, Status: ans.Record.Status, Record: ans.Record, ParentSession: parent.sessionID}
-	o.emit("shell", parent.sessionID, "run.end", map[string]any{"status": res.Status, "text": ans.Result.Text, "usage": o.usage.snapshot()})
+	end := map[string]any{"status": res.Status, "text": ans.Result.Text, "usage": o.usage.snapshot()}
+	if res.IsError {
+		end["reason"] = res.Content
+	}
+	o.emit("shell", parent.sessionID, "run.end", end)
 	return res, nil
 }
 
