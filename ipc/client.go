@@ -96,6 +96,9 @@ func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start ink worker: %w", err)
 	}
+	if !base.fallback {
+		pruneStaleSocketDirs(base.dir)
+	}
 
 	c := &Client{socket: base}
 	workerCmd := cfg.Cmd

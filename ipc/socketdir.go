@@ -2,9 +2,12 @@ package ipc
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // maxSocketPath is the longest Unix socket path ink lets go-plugin create.
@@ -89,4 +92,53 @@ func ensurePrivateDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// staleSocketAge is how old a worker's socket directory must be before a
+// later Start may remove it for holding no live socket; younger ones may
+// belong to a worker another ink is starting right now.
+const staleSocketAge = time.Minute
+
+// pruneStaleSocketDirs removes the per-worker socket directories in base
+// ("plugin-dir*", made by go-plugin) whose socket no process listens on any
+// more: what a killed supervisor left behind. A directory is kept while it
+// is young or while its socket accepts connections.
+func pruneStaleSocketDirs(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "plugin-dir") {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		fi, err := os.Lstat(dir)
+		if err != nil || time.Since(fi.ModTime()) < staleSocketAge {
+			continue
+		}
+		if socketsLive(dir) {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// socketsLive reports whether any Unix socket in dir accepts a connection.
+func socketsLive(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true // unreadable: leave it alone
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket == 0 {
+			continue
+		}
+		c, err := net.DialTimeout("unix", filepath.Join(dir, e.Name()), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }

@@ -1,10 +1,12 @@
 package ipc
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPrepareSocketBase(t *testing.T) {
@@ -56,4 +58,57 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// TestPruneStaleSocketDirs: a dead worker's socket directory that is old
+// enough is removed; a live one, a young one and foreign entries stay.
+func TestPruneStaleSocketDirs(t *testing.T) {
+	base := t.TempDir()
+	old := time.Now().Add(-2 * staleSocketAge)
+	mk := func(name string) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// A dead socket: bound, then its listener closed without unlinking.
+	dead := mk("plugin-dir1")
+	l, err := net.Listen("unix", filepath.Join(dead, "plugin1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	// A live socket.
+	live := mk("plugin-dir2")
+	ll, err := net.Listen("unix", filepath.Join(live, "plugin2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ll.Close()
+	go func() {
+		for {
+			c, err := ll.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	empty := mk("plugin-dir3")
+	young := mk("plugin-dir4")
+	other := mk("keep-me")
+	for _, d := range []string{dead, live, empty, other} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruneStaleSocketDirs(base)
+	for d, want := range map[string]bool{dead: false, empty: false, live: true, young: true, other: true} {
+		_, err := os.Stat(d)
+		if got := err == nil; got != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(d), got, want)
+		}
+	}
 }
