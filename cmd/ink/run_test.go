@@ -219,7 +219,13 @@ func shellRecord(t *testing.T, e *env) session.TaskRecord {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("want one shell session, got %v (%v)", list, err)
 	}
-	tr, err := session.Open(list[0].Path)
+	return firstRecord(t, list[0].Path)
+}
+
+// firstRecord returns the first TaskRecord in the transcript at path.
+func firstRecord(t *testing.T, path string) session.TaskRecord {
+	t.Helper()
+	tr, err := session.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +238,7 @@ func shellRecord(t *testing.T, e *env) session.TaskRecord {
 			return rec
 		}
 	}
-	t.Fatalf("shell session %s has no TaskRecord", list[0].Path)
+	t.Fatalf("session %s has no TaskRecord", path)
 	return session.TaskRecord{}
 }
 

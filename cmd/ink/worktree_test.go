@@ -89,21 +89,7 @@ func wtLatestRecord(t *testing.T, e *env) session.TaskRecord {
 	if err != nil || len(list) == 0 {
 		t.Fatalf("want a shell session, got %v (%v)", list, err)
 	}
-	tr, err := session.Open(list[0].Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range tr.Messages {
-		if len(m.TaskRecord) > 0 {
-			rec, err := session.ParseTaskRecord(m.TaskRecord)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rec
-		}
-	}
-	t.Fatalf("shell session %s has no TaskRecord", list[0].Path)
-	return session.TaskRecord{}
+	return firstRecord(t, list[0].Path)
 }
 
 // wtTask runs `ink task --worktree` whose child runs command in its
