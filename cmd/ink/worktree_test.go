@@ -980,7 +980,7 @@ func TestWorktreeTimeoutKeptForResume(t *testing.T) {
       calls: [{tool: bash, args: {command: "pwd"}}]
   - reply: {text: "finished"}
 `)
-	p, code := e.run("task", "--worktree", "--timeout", "2s", "--model", "script:"+script, "slow")
+	p, code := e.run("task", "--worktree", "--timeout", "4s", "--model", "script:"+script, "slow")
 	if code != 124 {
 		t.Fatalf("exit %d, want 124\nstderr:\n%s", code, p.stderr.String())
 	}
