@@ -99,15 +99,15 @@ func (l *Lease) heartbeat(interval time.Duration) {
 }
 
 // beat performs one heartbeat. It returns false once the lease is fenced.
-// The new record is written and synced first, so that only a rename sits
-// between the takeover check and publishing.
+// The new record is written first, so that only a rename sits between the
+// takeover check and publishing; beats are not fsynced (see prepareMeta).
 func (l *Lease) beat() bool {
 	l.mu.Lock()
 	mine := l.meta
 	l.mu.Unlock()
 	mine.HeartbeatAt = time.Now().UTC()
 	mine.ProgressSeq = l.progress.Load()
-	p, werr := prepareMeta(l.metaPath, &mine)
+	p, werr := prepareMeta(l.metaPath, &mine, false)
 	if fe := l.takenOver(mine); fe != nil {
 		if p != nil {
 			p.discard()

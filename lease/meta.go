@@ -89,7 +89,7 @@ func readMeta(path string) (*Meta, error) {
 // the same directory, fsyncs it, renames it over path and fsyncs the
 // directory, so readers see either the old or the new content, never a mix.
 func writeMetaAtomic(path string, m *Meta) error {
-	p, err := prepareMeta(path, m)
+	p, err := prepareMeta(path, m, true)
 	if err != nil {
 		return err
 	}
@@ -100,10 +100,15 @@ func writeMetaAtomic(path string, m *Meta) error {
 // published. Exactly one of commit or discard must be called.
 type preparedMeta struct {
 	path, tmp string
+	durable   bool
 }
 
-// prepareMeta writes m to a synced temp file beside path.
-func prepareMeta(path string, m *Meta) (*preparedMeta, error) {
+// prepareMeta writes m to a temp file beside path, synced when durable.
+// Acquisition records are durable (they carry the epoch); heartbeats are
+// not: a beat only says "alive now", which a crash makes moot, and syncing
+// every worker's beat every second would cost the disk for nothing. Either
+// way the rename publishes the whole record atomically to other processes.
+func prepareMeta(path string, m *Meta, durable bool) (*preparedMeta, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode lease metadata: %w", err)
@@ -113,16 +118,18 @@ func prepareMeta(path string, m *Meta) (*preparedMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write lease metadata: %w", err)
 	}
-	p := &preparedMeta{path: path, tmp: tmp.Name()}
+	p := &preparedMeta{path: path, tmp: tmp.Name(), durable: durable}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		p.discard()
 		return nil, fmt.Errorf("write lease metadata: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		p.discard()
-		return nil, fmt.Errorf("sync lease metadata: %w", err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			p.discard()
+			return nil, fmt.Errorf("sync lease metadata: %w", err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		p.discard()
@@ -137,6 +144,9 @@ func (p *preparedMeta) commit() error {
 	if err := os.Rename(p.tmp, p.path); err != nil {
 		p.discard()
 		return fmt.Errorf("publish lease metadata: %w", err)
+	}
+	if !p.durable {
+		return nil
 	}
 	if err := syncDir(filepath.Dir(p.path)); err != nil {
 		return fmt.Errorf("sync lease directory: %w", err)
