@@ -183,7 +183,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	for _, f := range launch.System.Files {
 		data, err := os.ReadFile(f.Path)
 		if err != nil || sha256Hex(data) != f.SHA256 {
-			add("prompt-files-drift", "%s changed or is gone since launch", f.Path)
+			add("prompt-files-drift", "the project instructions %s changed or are gone since launch; restore them to resume, or start a new task that reads the new ones", f.Path)
 		}
 	}
 	agentName := ""
@@ -196,7 +196,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 	plan.child = &agentRun{
 		label: label, sessionID: h.ID, transcript: path, depth: launch.Depth,
-		binding: launch.Binding, system: system, tools: tools, cwd: cwd, root: root, agent: agentName,
+		binding: launch.Binding, system: system, files: parent.files, tools: tools, cwd: cwd, root: root, agent: agentName,
 	}
 	return plan, problems
 }

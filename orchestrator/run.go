@@ -82,8 +82,9 @@ func (o *Orchestrator) profileSet() *agents.Set {
 // KillAll kills them (twice).
 func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, error) {
 	tools := o.mainTools()
-	system := mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet())
-	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
+	files := projectContext(o.cfg.Cwd)
+	system := mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
+	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, files: contextRefs(files), tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
 	spec := ipc.AttemptSpec{
 		InkHome: o.cfg.InkHome, AttemptID: session.NewID(), Label: "main",
 		Binding: o.cfg.Binding, System: system, Tools: tools, Cwd: o.cfg.Cwd, Root: o.cfg.Cwd,

@@ -44,7 +44,9 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	parent := &agentRun{label: "shell", depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
 	// The shell parent's system prompt is what a main agent would have, so
 	// children launched from the shell and from `ink run` look alike.
-	parent.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet())
+	files := projectContext(o.cfg.Cwd)
+	parent.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
+	parent.files = contextRefs(files)
 	var existing bool
 	if opts.Args.Resume != nil {
 		path, id, err := o.findOwner(*opts.Args.Resume, opts.Parent)

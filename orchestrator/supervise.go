@@ -18,6 +18,7 @@ import (
 	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 )
 
 // agentRun is one agent (main or child) during one attempt.
@@ -28,6 +29,7 @@ type agentRun struct {
 	depth      int
 	binding    model.Binding
 	system     string
+	files      []session.FileRef // the instruction files in system, for launch records
 	tools      []string
 	cwd, root  string
 	agent      string

@@ -8,10 +8,10 @@ import (
 	"github.com/inkdev/ink/agents"
 )
 
-// mainSystem assembles the main agent's system prompt. The date line has the
-// fixed form "- Date: YYYY-MM-DD" so that transcripts' fingerprints can
-// ignore it.
-func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set) string {
+// mainSystem assembles the main agent's system prompt, ending with the
+// project's instruction files. The date line has the fixed form
+// "- Date: YYYY-MM-DD" so that transcripts' fingerprints can ignore it.
+func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, files ...contextFile) string {
 	var b strings.Builder
 	b.WriteString("You are ink, a coding agent working in the user's repository from a terminal.\n")
 	b.WriteString("Work carefully, read before you edit, and finish with a short, plain report of what you did and found.\n\n")
@@ -34,6 +34,7 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set) stri
 			b.WriteString("\n")
 		}
 	}
+	b.WriteString(renderContext(files))
 	return b.String()
 }
 

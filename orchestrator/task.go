@@ -216,7 +216,7 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
 		Binding: binding, Cwd: cwd, Tools: sorted,
-		System: session.SystemRef{SHA256: session.SystemFingerprint(system)},
+		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
 		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth,
 	}
 	agentName := ""
@@ -230,7 +230,7 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 	child := &agentRun{
 		label: label, sessionID: childID,
 		transcript: session.ChildPath(parent.transcript, childID),
-		depth:      parent.depth + 1, binding: binding, system: system, tools: pool,
+		depth:      parent.depth + 1, binding: binding, system: system, files: parent.files, tools: pool,
 		cwd: cwd, root: root, agent: agentName,
 	}
 	timeout := o.timeoutFor(args, prof)
