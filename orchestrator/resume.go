@@ -285,6 +285,17 @@ func childAnswers(tr *session.Transcript) []ipc.Answer {
 			}
 		}
 	}
+	// Each child's first prompt is read at most once, however many calls
+	// are matched against it.
+	prompts := map[string]string{}
+	promptOf := func(path string) string {
+		p, ok := prompts[path]
+		if !ok {
+			p = firstPrompt(path)
+			prompts[path] = p
+		}
+		return p
+	}
 	var out []ipc.Answer
 	for _, m := range tr.Messages {
 		for _, c := range m.ToolCalls {
@@ -305,7 +316,7 @@ func childAnswers(tr *session.Transcript) []ipc.Answer {
 					child = ch
 					break
 				}
-				if args.Resume == nil && firstPrompt(ch.Path) == args.Prompt {
+				if args.Resume == nil && promptOf(ch.Path) == args.Prompt {
 					child = ch
 					break
 				}
