@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/worktree"
 )
 
 // mainSystem assembles the main agent's system prompt, ending with the
@@ -75,5 +76,5 @@ func contains(list []string, s string) bool {
 func worktreeNotice(path, branch, baseline, parentCwd string) string {
 	return fmt.Sprintf("You work in your own git worktree at %s, on branch %s, created from the parent's HEAD (%s). "+
 		"The parent's uncommitted changes are not there. Paths you were given refer to the parent checkout %s; translate them to the worktree. "+
-		"Commit your work on your branch before you finish; the user will review and merge it.", path, branch, short(baseline), parentCwd)
+		"Commit your work on your branch before you finish; the user will review and merge it.", path, branch, worktree.ShortSHA(baseline), parentCwd)
 }

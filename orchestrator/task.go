@@ -372,11 +372,11 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 		case a.State == worktree.Clean && resumed:
 			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
 				"[task] no changes since baseline %s; worktree %s and branch %s kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm %s`)",
-				short(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
+				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
 		case a.State == worktree.Clean:
 			return "kept-resumable", "no changes; kept so that the child can be resumed in it", []string{fmt.Sprintf(
 				"[task] no changes since baseline %s; worktree %s and branch %s kept so that the child can be resumed in it (`ink worktrees prune` removes it once it is not needed)",
-				short(rec.Baseline), rec.Path, rec.Branch)}
+				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch)}
 		case a.State == worktree.WorkPresent:
 			return worktree.DispositionKeptWork, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
 		default:
@@ -496,13 +496,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 func sortedCopy(s []string) []string {

@@ -150,11 +150,11 @@ func assessState(ctx context.Context, rec Record) Assessment {
 	_, err = readIn(ctx, path, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", rec.Baseline)
 	switch exitCode(err) {
 	case 0:
-		return Assessment{State: Clean, Detail: "no changes since baseline " + short(rec.Baseline)}
+		return Assessment{State: Clean, Detail: "no changes since baseline " + ShortSHA(rec.Baseline)}
 	case 1:
-		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + short(rec.Baseline)}
+		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + ShortSHA(rec.Baseline)}
 	default:
-		return unknown("git diff against baseline %s failed: %v", short(rec.Baseline), err)
+		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err)
 	}
 }
 
@@ -179,7 +179,7 @@ func assessReflog(ctx context.Context, rec Record, path, ref string) (Assessment
 	for _, l := range log {
 		sha, _, _ := strings.Cut(l, " ")
 		if sha != rec.Baseline {
-			return Assessment{State: WorkPresent, Detail: fmt.Sprintf("branch %s moved off baseline %s and back (reflog: %s)", rec.Branch, short(rec.Baseline), l)}, true
+			return Assessment{State: WorkPresent, Detail: fmt.Sprintf("branch %s moved off baseline %s and back (reflog: %s)", rec.Branch, ShortSHA(rec.Baseline), l)}, true
 		}
 	}
 	return Assessment{}, false
@@ -284,12 +284,12 @@ func uncommittedDetail(status string) string {
 func commitsDetail(ctx context.Context, path, baseline, tip string) string {
 	n, err := readIn(ctx, path, "rev-list", "--count", baseline+".."+tip)
 	if err != nil || strings.TrimSpace(n) == "0" {
-		return fmt.Sprintf("branch moved from %s to %s", short(baseline), short(tip))
+		return fmt.Sprintf("branch moved from %s to %s", ShortSHA(baseline), ShortSHA(tip))
 	}
 	if strings.TrimSpace(n) == "1" {
-		return "1 commit since baseline " + short(baseline)
+		return "1 commit since baseline " + ShortSHA(baseline)
 	}
-	return fmt.Sprintf("%s commits since baseline %s", strings.TrimSpace(n), short(baseline))
+	return fmt.Sprintf("%s commits since baseline %s", strings.TrimSpace(n), ShortSHA(baseline))
 }
 
 // fillWorkSummary adds the shortstat and untracked files; failures leave
@@ -315,8 +315,8 @@ func fillWorkSummary(ctx context.Context, rec Record, a *Assessment) {
 	}
 }
 
-// short abbreviates a commit id for messages.
-func short(sha string) string {
+// ShortSHA abbreviates a commit id to 12 characters for messages.
+func ShortSHA(sha string) string {
 	if len(sha) > 12 {
 		return sha[:12]
 	}

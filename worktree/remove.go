@@ -75,7 +75,7 @@ func deleteInkBranch(ctx context.Context, rec Record, expect string) error {
 		return fmt.Errorf("branch %s was not created by ink for this worktree; it was left alone", rec.Branch)
 	}
 	if _, err := run(ctx, rec.RepoRoot, "update-ref", "-d", "refs/heads/"+rec.Branch, expect); err != nil {
-		return fmt.Errorf("branch %s was kept (it no longer points at %s): %w", rec.Branch, short(expect), err)
+		return fmt.Errorf("branch %s was kept (it no longer points at %s): %w", rec.Branch, ShortSHA(expect), err)
 	}
 	return nil
 }

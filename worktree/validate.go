@@ -99,7 +99,7 @@ func validateHistory(ctx context.Context, rec Record, ref string) []Problem {
 	}
 	var ps []Problem
 	if _, err := read(ctx, rec.RepoRoot, "merge-base", "--is-ancestor", rec.Baseline, strings.TrimSpace(tip)); err != nil {
-		ps = append(ps, Problem{Code: ProblemHistoryReplaced, Message: fmt.Sprintf("branch %s no longer descends from baseline %s (its history was replaced)", rec.Branch, short(rec.Baseline))})
+		ps = append(ps, Problem{Code: ProblemHistoryReplaced, Message: fmt.Sprintf("branch %s no longer descends from baseline %s (its history was replaced)", rec.Branch, ShortSHA(rec.Baseline))})
 	}
 	snap := lines(rec.CreationReflog)
 	out, err := read(ctx, rec.RepoRoot, "reflog", "show", "--format=%H %gs", ref)

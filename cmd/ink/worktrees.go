@@ -125,7 +125,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				fmt.Printf("%s has nothing %s lacks; nothing to merge\n", res.Branch, res.Into)
 				return nil
 			}
-			fmt.Printf("merged %s into %s (%s) as %s\n", res.Branch, res.Into, res.Shortstat, short(res.Commit))
+			fmt.Printf("merged %s into %s (%s) as %s\n", res.Branch, res.Into, res.Shortstat, worktree.ShortSHA(res.Commit))
 			return nil
 		},
 	})
@@ -201,11 +201,4 @@ func oneChildID(cmd *cobra.Command, args []string) error {
 		return usageErr("ink worktrees %s takes one child id, got %d arguments; list the worktrees with `ink worktrees ls`", cmd.Name(), len(args))
 	}
 	return nil
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
