@@ -166,7 +166,7 @@ func (d *Display) Handle(e Event) {
 		if u, ok := e.Fields["usage"].(model.Usage); ok {
 			r.usage = u
 		}
-		line = fmt.Sprintf("%s %s after %s: %d turns, %s in / %s out", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond), r.turns, compact(r.usage.Input), compact(r.usage.Output))
+		line = fmt.Sprintf("%s %s after %s: %d turns, %s in / %s out", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond), r.turns, CompactTokens(r.usage.Input), CompactTokens(r.usage.Output))
 		if reason, _ := e.Fields["reason"].(string); reason != "" && r.status != "completed" {
 			line += " — " + reason
 		}
@@ -220,7 +220,7 @@ func (d *Display) redraw() {
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, compact(r.usage.Input), compact(r.usage.Output), r.lastTool)
+		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, CompactTokens(r.usage.Input), CompactTokens(r.usage.Output), r.lastTool)
 		d.drawn++
 	}
 }

@@ -26,8 +26,9 @@ func truncateTail(s string, max int) (string, int) {
 	return s[cut:], cut
 }
 
-// compact renders a token count the way the trailer shows it: 950, 12k, 1.4k, 2.1M.
-func compact(n int64) string {
+// CompactTokens renders a token count the way ink shows it everywhere: 950,
+// 1.4k, 12k, 2.1M.
+func CompactTokens(n int64) string {
 	switch {
 	case n < 1000:
 		return fmt.Sprintf("%d", n)
@@ -46,9 +47,9 @@ func usageTrailer(turns int, u model.Usage) string {
 	if u.Incomplete {
 		ge = "≥"
 	}
-	s := fmt.Sprintf("(child: %d turns, %s%s in / %s%s out", turns, ge, compact(u.Input), ge, compact(u.Output))
+	s := fmt.Sprintf("(child: %d turns, %s%s in / %s%s out", turns, ge, CompactTokens(u.Input), ge, CompactTokens(u.Output))
 	if c := u.CacheRead + u.CacheWrite; c > 0 {
-		s += fmt.Sprintf(" / %s cache", compact(c))
+		s += fmt.Sprintf(" / %s cache", CompactTokens(c))
 	}
 	return s + ")"
 }

@@ -42,8 +42,8 @@ func TestTruncateTail(t *testing.T) {
 func TestCompact(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 950: "950", 1000: "1k", 1400: "1.4k", 9999: "10k", 12345: "12k", 999_499: "999k", 2_100_000: "2.1M"} {
-		if got := compact(n); got != want {
-			t.Errorf("compact(%d) = %q, want %q", n, got, want)
+		if got := CompactTokens(n); got != want {
+			t.Errorf("CompactTokens(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -255,7 +255,7 @@ func (o *Orchestrator) lifetimeLine(path string) []string {
 	if total.Incomplete {
 		ge = "≥"
 	}
-	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", attempts, ge, compact(total.Input), ge, compact(total.Output))}
+	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
 }
 
 // childAnswers answers the task calls of a main transcript left without a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 )
 
@@ -147,16 +148,9 @@ func attemptTokens(path, attemptID string) *model.Usage {
 
 // tokenCount renders usage as "1.2k in / 80 out".
 func tokenCount(u model.Usage) string {
-	s := fmt.Sprintf("%s in / %s out", kilo(u.Input), kilo(u.Output))
+	s := fmt.Sprintf("%s in / %s out", orchestrator.CompactTokens(u.Input), orchestrator.CompactTokens(u.Output))
 	if u.Incomplete {
 		s += " (at least)"
 	}
 	return s
-}
-
-func kilo(n int64) string {
-	if n < 1000 {
-		return fmt.Sprint(n)
-	}
-	return fmt.Sprintf("%.1fk", float64(n)/1000)
 }
