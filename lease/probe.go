@@ -75,7 +75,7 @@ func Probe(path string) (Status, error) {
 	fi, err := os.Lstat(lp)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return finishFree(path, st)
+		return withMeta(path, Free)
 	case err != nil:
 		if errors.Is(err, fs.ErrPermission) {
 			return st, fmt.Errorf("lease probe: %w", openError(lp, err))
@@ -88,7 +88,7 @@ func Probe(path string) (Status, error) {
 	fl := flock.New(lp, flock.SetFlag(os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK))
 	ok, err := fl.TryLock()
 	if errors.Is(err, fs.ErrNotExist) {
-		return finishFree(path, st)
+		return withMeta(path, Free)
 	}
 	if err != nil {
 		return st, fmt.Errorf("lease probe: %w", openError(lp, err))
@@ -97,25 +97,15 @@ func Probe(path string) (Status, error) {
 		if err := fl.Unlock(); err != nil {
 			return st, fmt.Errorf("lease probe %s: %w", lp, err)
 		}
-		return finishFree(path, st)
+		return withMeta(path, Free)
 	}
-	st.State = Held
-	m, err := readMeta(MetaPath(path))
-	if err != nil {
-		return st, fmt.Errorf("lease probe: %w", err)
-	}
-	if m != nil {
-		st.Meta = m
-		st.HeartbeatAge = time.Since(m.HeartbeatAt)
-		if st.HeartbeatAge > HungAfter(m.HeartbeatInterval()) {
-			st.State = Hung
-		}
-	}
-	return st, nil
+	return withMeta(path, Held)
 }
 
-func finishFree(path string, st Status) (Status, error) {
-	st.State = Free
+// withMeta completes a probe in state with the metadata on disk; a held
+// lease whose heartbeat is too old is Hung.
+func withMeta(path string, state State) (Status, error) {
+	st := Status{State: state}
 	m, err := readMeta(MetaPath(path))
 	if err != nil {
 		return st, fmt.Errorf("lease probe: %w", err)
@@ -123,6 +113,9 @@ func finishFree(path string, st Status) (Status, error) {
 	if m != nil {
 		st.Meta = m
 		st.HeartbeatAge = time.Since(m.HeartbeatAt)
+		if state == Held && st.HeartbeatAge > HungAfter(m.HeartbeatInterval()) {
+			st.State = Hung
+		}
 	}
 	return st, nil
 }
