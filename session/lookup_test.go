@@ -280,9 +280,7 @@ func TestListSessions(t *testing.T) {
 	if len(got) != 4 {
 		t.Fatalf("got %d sessions: %+v", len(got), got)
 	}
-	var ids []string
 	for _, s := range got {
-		ids = append(ids, s.ID)
 		if s.ID == otherCwd {
 			t.Error("a session of another cwd is listed")
 		}
