@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
 )
 
 // AttemptSpec is everything one attempt needs. The orchestrator sends it as JSON in
-// the Run message; the worker trusts nothing else from its environment
-// except provider credentials. It is defined here, on the wire, because both
+// the Run message; the worker trusts nothing else from its environment. It is defined here, on the wire, because both
 // sides speak it.
 type AttemptSpec struct {
 	InkHome    string `json:"inkHome"`
@@ -48,6 +48,15 @@ type AttemptSpec struct {
 
 	MaxParallel       int           `json:"maxParallel,omitempty"`
 	HeartbeatInterval time.Duration `json:"heartbeatInterval,omitempty"`
+
+	// Credentials are the secret variables the worker needs to open its
+	// binding (its provider's key, nothing for the script model). They
+	// travel only here, over the worker's socket: a worker's environment
+	// holds no key. Never log or store a spec.
+	Credentials map[string]string `json:"credentials,omitempty"`
+	// Redact fingerprints every other configured secret, so that the
+	// worker redacts their exact occurrences without holding them.
+	Redact []secret.Fingerprint `json:"redact,omitempty"`
 }
 
 // Validate reports the first missing or malformed field of s.

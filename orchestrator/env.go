@@ -4,32 +4,36 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/secret"
 )
 
-// workerEnv filters the host environment down to what a worker may see
-// (DESIGN.md §2): the basics a shell needs, locale, git identity, ink's own
-// variables, the providers' variables, and what it takes to reach a
-// provider from a network that needs a proxy or its own CA certificates.
-// Nothing else leaks.
+// workerEnv filters the host environment down to what a worker may see:
+// the basics a shell needs (PATH, HOME, user, shell, terminal, temp dir,
+// time zone), locale, git's commit identity, ink's own variables, what it
+// takes to reach a provider from a network that needs a proxy or its own CA
+// certificates, and GOCOVERDIR (set only by `go test -cover`). It holds no
+// secret: no provider variable (the supervisor resolves each binding's
+// endpoint and hands the worker its own key inside the attempt spec), no
+// variable named like a key or token, no SSH agent socket and no git
+// configuration override. Nothing else leaks. README's Security section
+// lists these variables and why each is there.
 func workerEnv(environ []string) []string {
 	exact := map[string]bool{
 		"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true,
 		"TERM": true, "TMPDIR": true, "TZ": true, "LANG": true, "LANGUAGE": true,
-		"XDG_CONFIG_HOME": true, "XDG_CACHE_HOME": true, "SSH_AUTH_SOCK": true,
+		"XDG_CONFIG_HOME": true, "XDG_CACHE_HOME": true, "XDG_RUNTIME_DIR": true,
 		"HTTPS_PROXY": true, "https_proxy": true, "HTTP_PROXY": true, "http_proxy": true,
 		"NO_PROXY": true, "no_proxy": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true,
+		"GOCOVERDIR": true,
 	}
-	for _, v := range providers.EnvVars() {
-		exact[v] = true
-	}
-	prefixes := []string{"LC_", "INK_", "GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_CONFIG_"}
+	prefixes := []string{"LC_", "INK_", "GIT_AUTHOR_", "GIT_COMMITTER_"}
 	var out []string
 	for _, kv := range environ {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
 		}
-		if k == "INK_WORKER" || k == "INK_WORKER_LOG" {
+		if k == "INK_WORKER" || k == "INK_WORKER_LOG" || secret.IsKeyName(k) || providers.IsProviderVar(k) {
 			continue
 		}
 		keep := exact[k]

@@ -12,12 +12,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/secret"
 )
 
 // DefaultGrace is how long a cancelled worker may take to stop before its
@@ -53,7 +56,12 @@ type Config struct {
 
 	Profiles Profiles // nil = no profiles
 	Environ  []string // the host environment; the worker gets an allowlist of it
-	Logger   *slog.Logger
+	// Secrets are the configured secrets (secret.FromEnviron of Environ when
+	// nil): each worker gets its own binding's key in its attempt spec and
+	// the fingerprints of the others, and the supervisor redacts them all
+	// from what it writes.
+	Secrets []secret.Secret
+	Logger  *slog.Logger
 	// Sink receives every event, in order; it is called from many
 	// goroutines but never concurrently.
 	Sink func(Event)
@@ -73,6 +81,9 @@ type Orchestrator struct {
 	killed bool
 
 	usage *usageBook
+
+	env    map[string]string // cfg.Environ by name
+	redact *secret.Redactor
 }
 
 // New checks cfg and returns an Orchestrator.
@@ -105,7 +116,35 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Orchestrator{cfg: cfg, slots: make(chan struct{}, cfg.MaxParallel), live: map[*ipc.Client]bool{}, usage: &usageBook{}}, nil
+	if cfg.Secrets == nil {
+		cfg.Secrets = secret.FromEnviron(cfg.Environ)
+	}
+	env := make(map[string]string, len(cfg.Environ))
+	for _, kv := range cfg.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return &Orchestrator{
+		cfg: cfg, slots: make(chan struct{}, cfg.MaxParallel), live: map[*ipc.Client]bool{}, usage: &usageBook{},
+		env: env, redact: secret.NewRedactor(cfg.Secrets, nil),
+	}, nil
+}
+
+// getenv reads the host environment the orchestrator was configured with.
+func (o *Orchestrator) getenv(k string) string { return o.env[k] }
+
+// arm gives spec the secrets of its worker: its own binding's credentials
+// by value, every other configured secret by fingerprint only.
+func (o *Orchestrator) arm(spec *ipc.AttemptSpec) {
+	spec.Credentials = providers.Credentials(spec.Binding, o.getenv)
+	var others []secret.Secret
+	for _, s := range o.cfg.Secrets {
+		if _, own := spec.Credentials[s.Name]; !own {
+			others = append(others, s)
+		}
+	}
+	spec.Redact = secret.Fingerprints(others)
 }
 
 // track registers a live worker so KillAll can reach it; it reports false

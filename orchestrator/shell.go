@@ -105,7 +105,8 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 					return err
 				}
 				args, _ := json.Marshal(opts.Args)
-				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: callID, Name: "task", Args: args}}})
+				redacted, _ := o.redact.Redact(string(args))
+				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: callID, Name: "task", Args: json.RawMessage(redacted)}}})
 				return err
 			}()
 		})
@@ -116,7 +117,8 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	ans := o.task(ctx, parent, callID, opts.Args, parent.nextChildLabel())
 	if w != nil {
 		rec, _ := json.Marshal(ans.Record)
-		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: ans.Content, IsError: ans.IsError}}, TaskRecord: rec}
+		content, _ := o.redact.Redact(ans.Content)
+		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: content, IsError: ans.IsError}}, TaskRecord: rec}
 		if l.Check() == nil {
 			if _, err := w.AppendMessage(m); err != nil {
 				o.cfg.Logger.Error("Shell session write failed", "err", err)

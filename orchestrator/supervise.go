@@ -70,6 +70,7 @@ type attemptResult struct {
 // the worker's pid once it is up.
 func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.AttemptSpec, timeout time.Duration, onStart func(pid int)) attemptResult {
 	res := attemptResult{AttemptID: spec.AttemptID}
+	o.arm(&spec)
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("encode attempt: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/tools"
 )
@@ -65,6 +66,27 @@ type attempt struct {
 	pendingMu sync.Mutex
 	pending   map[string]chan *pb.TaskAnswer
 	nextCorr  atomic.Uint64
+
+	redact *redaction
+}
+
+// newRedaction builds the attempt's redaction from its spec: its own
+// credentials by value, every other configured secret by fingerprint.
+func newRedaction(sp ipc.AttemptSpec, warn func(string)) *redaction {
+	var own []secret.Secret
+	for k, v := range sp.Credentials {
+		own = append(own, secret.Secret{Name: k, Value: v})
+	}
+	return &redaction{r: secret.NewRedactor(own, sp.Redact), warn: warn}
+}
+
+// getenv is the environment the attempt's provider is opened with: the
+// spec's credentials over the process environment, which holds no key.
+func (a *attempt) getenv(k string) string {
+	if v, ok := a.spec.Credentials[k]; ok {
+		return v
+	}
+	return os.Getenv(k)
 }
 
 // send writes one message to the host; after the host is gone it fails
@@ -209,7 +231,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err := w.AppendAttempt(session.AttemptEntry{Phase: "start", AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}); err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch}
 	}
-	prompt := model.UserText(sp.Prompt)
+	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
 	if _, err := w.AppendMessage(prompt); err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
 	}
@@ -220,9 +242,12 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
-	provider, err := providers.Open(sp.Binding, os.Getenv)
+	provider, err := providers.Open(sp.Binding, a.getenv)
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+	}
+	if !a.redact.r.Empty() {
+		provider = &redactingProvider{Provider: provider, x: a.redact}
 	}
 
 	res, runErr := loop.Run(ctx, loop.Options{
@@ -440,6 +465,11 @@ func (a *attempt) toolPool() ([]tools.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool pool: %w", err)
 	}
+	if !a.redact.r.Empty() {
+		for i, t := range pool {
+			pool[i] = &redactingTool{Tool: t, x: a.redact}
+		}
+	}
 	return pool, nil
 }
 
@@ -452,7 +482,7 @@ func (a *attempt) loopEvent(l *lease.Lease) func(loop.Event) {
 			a.event("turn.start", map[string]any{"turn": e.Turn})
 		case "delta":
 			if e.Delta != nil && e.Delta.Type == "retry" {
-				a.event("warning", warningEvent{Text: e.Delta.Text})
+				a.event("warning", warningEvent{Text: a.redact.text(e.Delta.Text, "a provider warning")})
 			}
 		case "tool.start":
 			if e.Call != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/secret"
 )
 
 // LogEnv names the environment variable through which the orchestrator
@@ -110,9 +111,11 @@ func (h *handler) Attempt(stream pb.Worker_AttemptServer) error {
 	if err := sp.Validate(); err != nil {
 		return err
 	}
-	log := h.log.With("session", sp.SessionID, "attempt", sp.AttemptID, "agent", sp.Label)
+	a := &attempt{spec: sp, stream: stream, pending: map[string]chan *pb.TaskAnswer{}}
+	a.redact = newRedaction(sp, func(text string) { a.event("warning", warningEvent{Text: text}) })
+	log := slog.New(secret.LogHandler(h.log.Handler(), a.redact.r)).With("session", sp.SessionID, "attempt", sp.AttemptID, "agent", sp.Label)
+	a.log = log
 	log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
-	a := &attempt{spec: sp, stream: stream, log: log, pending: map[string]chan *pb.TaskAnswer{}}
 	out := a.run(stream.Context())
 	log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns)
 	u := out.Usage

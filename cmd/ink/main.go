@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/worker"
 )
 
@@ -34,9 +35,19 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
+	// Secrets stay in this process's memory: nobody else of this user may
+	// read it, and /proc/<pid>/environ no longer shows the keys (Go keeps
+	// its own copy of the environment, which ink goes on using).
+	hardenErr := secret.Harden()
+	_, scrubErr := secret.ScrubEnviron(secret.FromEnviron(os.Environ()))
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
-		worker.Main()
+		worker.Main() // a worker never prints; its environment holds no key anyway
 		return
+	}
+	for _, err := range []error{hardenErr, scrubErr} {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ink: warning: %v; other processes of yours may be able to read ink's keys\n", err)
+		}
 	}
 	os.Exit(run(os.Args[1:]))
 }

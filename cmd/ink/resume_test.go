@@ -353,6 +353,9 @@ func TestResumeNoRecord(t *testing.T) {
 	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "turn.start" && m["agent"] == "shell/1" })
 	childPid := int(st["pid"].(float64))
 	id := st["childId"].(string)
+	// Stop the child first, so that it can record nothing between the two
+	// kills, whatever the machine's load.
+	syscall.Kill(childPid, syscall.SIGSTOP)
 	syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
 	syscall.Kill(childPid, syscall.SIGKILL)
 	p.wait(t, time.Minute)

@@ -20,6 +20,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/secret"
 )
 
 // globals are the shared flags of DESIGN.md §10.
@@ -277,5 +278,6 @@ func logger(home string) (*slog.Logger, func()) {
 	if err != nil {
 		return slog.New(slog.DiscardHandler), func() {}
 	}
-	return slog.New(slog.NewJSONHandler(f, nil)).With("pid", os.Getpid()), func() { f.Close() }
+	h := secret.LogHandler(slog.NewJSONHandler(f, nil), secret.NewRedactor(secret.FromEnviron(os.Environ()), nil))
+	return slog.New(h).With("pid", os.Getpid()), func() { f.Close() }
 }

@@ -1,0 +1,33 @@
+package providers
+
+import "github.com/inkdev/ink/model"
+
+// Credentials returns the secret variables a worker needs to open b, with
+// their values taken from env (nil = the process environment): the
+// provider's key variable when it is set, nothing for providers that take
+// no key and for the script model. The supervisor hands exactly these to
+// the worker of b, inside its attempt spec; the worker's environment holds
+// no key.
+func Credentials(b model.Binding, env func(string) string) map[string]string {
+	env = envOrOS(env)
+	p, ok := lookupPreset(b.Provider)
+	if !ok || p.keyVar == "" {
+		return nil
+	}
+	v := env(p.keyVar)
+	if v == "" {
+		return nil
+	}
+	return map[string]string{p.keyVar: v}
+}
+
+// IsProviderVar reports whether name is one of the variables the providers
+// read (EnvVars).
+func IsProviderVar(name string) bool {
+	for _, v := range EnvVars() {
+		if v == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package secret
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Secret is one configured secret: the name it is shown under in a
+// redaction ("ANTHROPIC_API_KEY", "HTTPS_PROXY password") and its value.
+type Secret struct {
+	Name  string
+	Value string
+}
+
+// MinLen is the shortest value treated as a secret: shorter values ("1",
+// "true") would redact ordinary text and protect nothing.
+const MinLen = 8
+
+// keySuffixes mark a variable whose whole value is a secret.
+var keySuffixes = []string{"_API_KEY", "_AUTH_TOKEN", "_ACCESS_TOKEN", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD"}
+
+// urlSecretParams are query parameters that carry a credential.
+var urlSecretParams = []string{"key", "api-key", "api_key", "apikey", "token", "access_token", "auth"}
+
+// IsKeyName reports whether an environment variable of this name holds a
+// key, token or password as its whole value.
+func IsKeyName(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, s := range keySuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FromEnviron returns the secrets configured in environ ("KEY=value"
+// entries): the value of every variable named like a key (see IsKeyName),
+// and the password, token-like user name or credential query parameter of
+// every variable whose value is a URL. Values shorter than MinLen are left
+// out. The result is sorted by name and holds each value once.
+func FromEnviron(environ []string) []Secret {
+	var out []Secret
+	seen := map[string]bool{}
+	add := func(name, value string) {
+		if len(value) < MinLen || seen[value] {
+			return
+		}
+		seen[value] = true
+		out = append(out, Secret{Name: name, Value: value})
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" {
+			continue
+		}
+		if IsKeyName(k) {
+			add(k, strings.TrimSpace(v))
+			continue
+		}
+		for _, s := range URLCredentials(k, v) {
+			add(s.Name, s.Value)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// URLCredentials returns the credentials written into raw when it is a URL
+// (the value of the variable or flag called name): the user info's
+// password, a user name that stands alone (https://TOKEN@host), and the
+// values of credential query parameters. It returns nil for anything that
+// is not a URL with credentials.
+func URLCredentials(name, raw string) []Secret {
+	if !strings.Contains(raw, "://") {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []Secret
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, Secret{Name: name + " password", Value: pw})
+		} else if user := u.User.Username(); user != "" {
+			out = append(out, Secret{Name: name + " credentials", Value: user})
+		}
+	}
+	q := u.Query()
+	for _, p := range urlSecretParams {
+		for _, v := range q[p] {
+			out = append(out, Secret{Name: name + " " + p, Value: v})
+		}
+	}
+	return out
+}
