@@ -2,13 +2,11 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
@@ -38,7 +36,7 @@ func BenchmarkSpawn(b *testing.B) {
 	b.Run("spawn-ready", func(b *testing.B) {
 		paired(b, func(b *testing.B) {
 			c := start(b)
-			if v := c.Info().GetProtocolVersion(); v != ipc.ProtocolVersion {
+			if v := c.Info().ProtocolVersion; v != ipc.ProtocolVersion {
 				b.Fatalf("worker speaks protocol %d", v)
 			}
 			c.Kill()
@@ -55,19 +53,15 @@ func BenchmarkSpawn(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			data, err := json.Marshal(oneTurnSpec(h, script, fmt.Sprintf("spawn-%d", n)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := stream.Send(&pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: data}}}); err != nil {
+			if err := stream.Send(ipc.Run{Spec: oneTurnSpec(h, script, fmt.Sprintf("spawn-%d", n))}); err != nil {
 				b.Fatal(err)
 			}
 			m, err := stream.Recv()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if m.GetEvent() == nil {
-				b.Fatalf("first worker message is %v, want an event", m)
+			if _, ok := m.(ipc.Event); !ok {
+				b.Fatalf("first worker message is %#v, want an event", m)
 			}
 		}, forkExec)
 	})

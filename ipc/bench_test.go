@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/session"
 )
 
 // BenchmarkBareForkExec is the floor for BenchmarkStartReady: starting the
@@ -47,13 +47,13 @@ func BenchmarkAttemptRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Kill()
-	answer := &pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{CorrelationId: "c1", Content: "ok"}}}
+	answer := TaskAnswer{CorrelationID: "c1", Content: "ok", Record: &session.TaskRecord{Version: 1, Status: session.StatusCompleted}}
 	for b.Loop() {
 		stream, err := c.Attempt(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := stream.Send(runMsg("roundtrip\n{}")); err != nil {
+		if err := stream.Send(runMsg("roundtrip", "{}")); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -61,15 +61,16 @@ func BenchmarkAttemptRoundTrip(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if msg.GetTask() != nil {
+			if _, ok := msg.(TaskRequest); ok {
 				if err := stream.Send(answer); err != nil {
 					b.Fatal(err)
 				}
 			}
-			if msg.GetOutcome() != nil {
+			if _, ok := msg.(Outcome); ok {
 				break
 			}
 		}
+		_ = stream.Send(Ack{})
 		_ = stream.CloseSend()
 	}
 }

@@ -16,9 +16,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/ipc/internal/pb"
 )
 
 // DefaultStartTimeout bounds the worker's handshake and first Info call
@@ -252,24 +251,31 @@ func (c *Client) Pid() int {
 	return c.runner.Pid()
 }
 
-// Info returns a copy of the worker's answer to Info, fetched by Start.
-func (c *Client) Info() *pb.InfoReply {
-	return proto.CloneOf(c.info)
+// WorkerInfo is a worker's answer to Info.
+type WorkerInfo struct {
+	ProtocolVersion int
+	InkVersion      string
+	Pid             int
+}
+
+// Info returns the worker's answer to Info, fetched by Start.
+func (c *Client) Info() WorkerInfo {
+	return WorkerInfo{ProtocolVersion: int(c.info.GetProtocolVersion()), InkVersion: c.info.GetInkVersion(), Pid: int(c.info.GetPid())}
 }
 
 // Attempt opens the bidirectional stream of one attempt. The host sends Run
-// first, then Cancel or TaskAnswer messages, and calls CloseSend when it has
-// nothing more to say; the worker answers with events and task requests and
-// ends with one Outcome. Cancelling ctx aborts the stream. Messages of up to
-// MaxMessageSize pass in both directions.
-func (c *Client) Attempt(ctx context.Context) (pb.Worker_AttemptClient, error) {
+// first, then Cancel or TaskAnswer messages; the worker answers with events
+// and task requests and ends with one Outcome, which the host acknowledges
+// with Ack before it calls CloseSend. Cancelling ctx aborts the stream.
+// Messages of up to MaxMessageSize pass in both directions.
+func (c *Client) Attempt(ctx context.Context) (*HostStream, error) {
 	stream, err := c.worker.Attempt(ctx,
 		grpc.MaxCallRecvMsgSize(MaxMessageSize),
 		grpc.MaxCallSendMsgSize(MaxMessageSize))
 	if err != nil {
 		return nil, fmt.Errorf("worker %d attempt: %w", c.Pid(), err)
 	}
-	return stream, nil
+	return &HostStream{s: stream}, nil
 }
 
 // shutdownWait bounds Kill's polite phase: the shutdown call and go-plugin's
@@ -316,6 +322,28 @@ func (c *Client) Kill() {
 // Exited reports whether the worker process has exited.
 func (c *Client) Exited() bool {
 	return c.plugin.Exited()
+}
+
+// Done returns a channel closed once the worker process has exited and was
+// reaped; ProcessState of the ClientConfig's Cmd is then set.
+func (c *Client) Done() <-chan struct{} {
+	c.runnerMu.Lock()
+	r := c.runner
+	c.runnerMu.Unlock()
+	if r == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return r.exited
+}
+
+// KillNow SIGKILLs the worker's process group and every other group of its
+// session at once, without asking it to shut down, then cleans up as Kill
+// does. It blocks until the worker is gone.
+func (c *Client) KillNow() {
+	c.killProcessGroup()
+	c.Kill()
 }
 
 // killProcessGroup SIGKILLs the worker's process group, if it was started.

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -22,7 +24,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/ipc/internal/pb"
+	"github.com/inkdev/ink/session"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -98,11 +102,12 @@ func startWorker(t *testing.T, socketDir string, logger *slog.Logger, extraEnv .
 	return c, w
 }
 
-func runMsg(spec string) *pb.HostMsg {
-	return &pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: []byte(spec)}}}
+// runMsg is a Run whose spec tells the echo worker its mode and payload.
+func runMsg(mode, payload string) Run {
+	return Run{Spec: AttemptSpec{Label: mode, Prompt: payload}}
 }
 
-func recvMsg(t *testing.T, stream pb.Worker_AttemptClient) *pb.WorkerMsg {
+func recvMsg(t *testing.T, stream *HostStream) WorkerMsg {
 	t.Helper()
 	msg, err := stream.Recv()
 	if err != nil {
@@ -116,13 +121,13 @@ func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 	c, w := startWorker(t, filepath.Join(t.TempDir(), "run"), nil, "INK_IPC_TEST_ALLOWED=yes")
 
 	info := c.Info()
-	if info.GetProtocolVersion() != ProtocolVersion {
-		t.Errorf("Info protocol = %d, want %d", info.GetProtocolVersion(), ProtocolVersion)
+	if info.ProtocolVersion != ProtocolVersion {
+		t.Errorf("Info protocol = %d, want %d", info.ProtocolVersion, ProtocolVersion)
 	}
-	if int(info.GetPid()) != c.Pid() || c.Pid() <= 0 {
-		t.Errorf("Info pid = %d, Client.Pid = %d; want the same positive pid", info.GetPid(), c.Pid())
+	if info.Pid != c.Pid() || c.Pid() <= 0 {
+		t.Errorf("Info pid = %d, Client.Pid = %d; want the same positive pid", info.Pid, c.Pid())
 	}
-	if info.GetInkVersion() == "" {
+	if info.InkVersion == "" {
 		t.Error("Info ink version is empty")
 	}
 
@@ -132,17 +137,18 @@ func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attempt: %v", err)
 	}
-	if err := stream.Send(runMsg(`roundtrip` + "\n" + `{"prompt":"find the login tests"}`)); err != nil {
+	if err := stream.Send(runMsg("roundtrip", `{"prompt":"find the login tests"}`)); err != nil {
 		t.Fatalf("Send Run: %v", err)
 	}
 
-	ev := recvMsg(t, stream).GetEvent()
-	if ev == nil || ev.GetSeq() != 1 || ev.GetType() != "progress" {
-		t.Fatalf("first message = %v, want event seq 1 of type progress", ev)
+	ev, ok := recvMsg(t, stream).(Event)
+	w1, isWarning := ev.Body.(event.Warning)
+	if !ok || ev.Seq != 1 || !isWarning {
+		t.Fatalf("first message = %#v, want warning event seq 1", ev)
 	}
 	var rep workerReport
-	if err := json.Unmarshal(ev.GetData(), &rep); err != nil {
-		t.Fatalf("event data: %v", err)
+	if err := json.Unmarshal([]byte(w1.Text), &rep); err != nil {
+		t.Fatalf("event text: %v", err)
 	}
 	t.Run("worker process", func(t *testing.T) {
 		if rep.Pid != c.Pid() {
@@ -165,24 +171,27 @@ func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 		}
 	})
 
-	task := recvMsg(t, stream).GetTask()
-	if task == nil || task.GetCorrelationId() != "c1" || task.GetToolCallId() != "call-1" ||
-		string(task.GetArgs()) != `{"prompt":"find the login tests"}` {
-		t.Fatalf("second message = %v, want task request c1 for call-1 with the args", task)
+	task, ok := recvMsg(t, stream).(TaskRequest)
+	if !ok || task.CorrelationID != "c1" || task.ToolCallID != "call-1" ||
+		string(task.Args) != `{"prompt":"find the login tests"}` {
+		t.Fatalf("second message = %#v, want task request c1 for call-1 with the args", task)
 	}
-	if err := stream.Send(&pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{
-		CorrelationId: "c1", Content: "login_test.go", Record: []byte(`{"status":"completed"}`),
-	}}}); err != nil {
+	rec := &session.TaskRecord{Version: 1, AttemptID: session.NewID(), TaskToolCallID: "call-1", ParentSessionID: session.NewID(),
+		ChildID: session.NewID(), Launched: true, Cwd: "/work", Status: session.StatusCompleted, Turns: 1}
+	if err := stream.Send(TaskAnswer{CorrelationID: "c1", Content: "login_test.go", Record: rec}); err != nil {
 		t.Fatalf("Send answer: %v", err)
 	}
-	ev = recvMsg(t, stream).GetEvent()
-	if ev == nil || ev.GetSeq() != 2 || string(ev.GetData()) != `{"status":"completed"}` {
-		t.Fatalf("third message = %v, want event seq 2 carrying the task record", ev)
+	ev, ok = recvMsg(t, stream).(Event)
+	if end, isEnd := ev.Body.(event.ToolEnd); !ok || ev.Seq != 2 || !isEnd || end.IsError {
+		t.Fatalf("third message = %#v, want event seq 2 saying the record arrived as completed", ev)
 	}
-	out := recvMsg(t, stream).GetOutcome()
-	if out == nil || out.GetStatus() != "completed" || out.GetText() != "answered: login_test.go" ||
-		out.GetUsage().GetInput() != 120 || out.GetEpoch() != 3 {
-		t.Fatalf("last message = %v, want the completed outcome", out)
+	out, ok := recvMsg(t, stream).(Outcome)
+	if !ok || out.Status != "completed" || out.Text != "answered: login_test.go" ||
+		out.Usage.Input != 120 || out.Epoch != 3 {
+		t.Fatalf("last message = %#v, want the completed outcome", out)
+	}
+	if err := stream.Send(Ack{}); err != nil {
+		t.Fatalf("Send Ack: %v", err)
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatalf("CloseSend: %v", err)
@@ -208,8 +217,9 @@ func TestStartInfoAndAttemptRoundTrip(t *testing.T) {
 func TestLargeMessagesBothWays(t *testing.T) {
 	t.Parallel()
 	c, _ := startWorker(t, filepath.Join(t.TempDir(), "run"), nil)
-	payload := make([]byte, 10<<20)
-	_, _ = rand.Read(payload)
+	raw := make([]byte, 15<<19) // 7.5 MiB, 10 MiB in base64
+	_, _ = rand.Read(raw)
+	payload := base64.StdEncoding.EncodeToString(raw)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -217,16 +227,16 @@ func TestLargeMessagesBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attempt: %v", err)
 	}
-	if err := stream.Send(runMsg("big\n" + string(payload))); err != nil {
+	if err := stream.Send(runMsg("big", payload)); err != nil {
 		t.Fatalf("Send 10 MiB Run: %v", err)
 	}
-	ev := recvMsg(t, stream).GetEvent()
-	if ev == nil || !bytes.Equal(ev.GetData(), payload) {
-		t.Fatalf("worker's 10 MiB event does not carry the payload back (got %d bytes)", len(ev.GetData()))
+	ev, _ := recvMsg(t, stream).(Event)
+	if w, ok := ev.Body.(event.Warning); !ok || w.Text != payload {
+		t.Fatalf("worker's 10 MiB event does not carry the payload back")
 	}
-	out := recvMsg(t, stream).GetOutcome()
-	if want := "received 10485760 bytes"; out.GetText() != want {
-		t.Fatalf("outcome text = %q, want %q", out.GetText(), want)
+	out, _ := recvMsg(t, stream).(Outcome)
+	if want := "received 10485760 bytes"; out.Text != want {
+		t.Fatalf("outcome text = %q, want %q", out.Text, want)
 	}
 }
 
@@ -241,7 +251,7 @@ func TestWorkerCrashMidAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attempt: %v", err)
 	}
-	if err := stream.Send(runMsg("panic\n")); err != nil {
+	if err := stream.Send(runMsg("panic", "")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stream.Recv(); err == nil || err == io.EOF {
@@ -264,7 +274,7 @@ func TestOversizedMessageIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attempt: %v", err)
 	}
-	err = stream.Send(runMsg("big\n" + strings.Repeat("x", MaxMessageSize)))
+	err = stream.Send(runMsg("big", strings.Repeat("x", MaxMessageSize)))
 	if err == nil {
 		_, err = stream.Recv()
 	}
@@ -383,11 +393,13 @@ func TestKillLeavesNoProcess(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Attempt: %v", err)
 			}
-			if err := stream.Send(runMsg("spawn\n" + mode)); err != nil {
+			if err := stream.Send(runMsg("spawn", mode)); err != nil {
 				t.Fatal(err)
 			}
 			var rep workerReport
-			if err := json.Unmarshal(recvMsg(t, stream).GetEvent().GetData(), &rep); err != nil {
+			ev, _ := recvMsg(t, stream).(Event)
+			w, _ := ev.Body.(event.Warning)
+			if err := json.Unmarshal([]byte(w.Text), &rep); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = syscall.Kill(rep.ChildPid, syscall.SIGKILL) })
@@ -509,7 +521,10 @@ func TestIdleWorkerExitsWhenHostDies(t *testing.T) {
 
 func TestProtocolMismatch(t *testing.T) {
 	t.Parallel()
-	for _, role := range []string{"worker-v2", "worker-info-v2"} {
+	// The workers speak ProtocolVersion+1 (roles "worker-next" and
+	// "worker-info-next").
+	next := ProtocolVersion + 1
+	for _, role := range []string{"worker-next", "worker-info-next"} {
 		t.Run(role, func(t *testing.T) {
 			t.Parallel()
 			w := newWorkerCmd(t, role)
@@ -518,13 +533,13 @@ func TestProtocolMismatch(t *testing.T) {
 			c, err := Start(ctx, ClientConfig{Cmd: w.cmd, SocketDir: filepath.Join(t.TempDir(), "run")})
 			if err == nil {
 				c.Kill()
-				t.Fatal("Start accepted a worker of protocol 2")
+				t.Fatalf("Start accepted a worker of protocol %d", next)
 			}
 			var mismatch *ProtocolMismatchError
-			if !errors.As(err, &mismatch) || mismatch.Worker != 2 || mismatch.Host != ProtocolVersion {
-				t.Fatalf("Start error = %v, want a ProtocolMismatchError{Worker: 2, Host: %d}", err, ProtocolVersion)
+			if !errors.As(err, &mismatch) || mismatch.Worker != next || mismatch.Host != ProtocolVersion {
+				t.Fatalf("Start error = %v, want a ProtocolMismatchError{Worker: %d, Host: %d}", err, next, ProtocolVersion)
 			}
-			want := "ink worker speaks protocol 2, this ink speaks 1: the ink binary changed underneath; reinstall ink or rerun the same binary"
+			want := fmt.Sprintf("ink worker speaks protocol %d, this ink speaks %d: the ink binary changed underneath; reinstall ink or rerun the same binary", next, ProtocolVersion)
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Start error = %q, want it to say %q", err, want)
 			}
@@ -684,7 +699,7 @@ func TestWorkerWithoutHostExits(t *testing.T) {
 		t.Fatal("worker still running 5 s after nobody connected")
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "1|1|unix|"+sockDir) || !strings.HasSuffix(lines[0], "|grpc|") {
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], fmt.Sprintf("1|%d|unix|%s", ProtocolVersion, sockDir)) || !strings.HasSuffix(lines[0], "|grpc|") {
 		t.Errorf("worker stdout = %q, want exactly one gRPC handshake line on a socket in %s", stdout.String(), sockDir)
 	}
 	if stderr.String() != "" {

@@ -1,5 +1,5 @@
 package ipc
 
-// Regenerate ipc/pb from worker.proto. Prerequisites are listed in the
+// Regenerate ipc/internal/pb from worker.proto. Prerequisites are listed in the
 // package documentation (doc.go).
-//go:generate protoc --proto_path=. --go_out=pb --go_opt=paths=source_relative --go-grpc_out=pb --go-grpc_opt=paths=source_relative worker.proto
+//go:generate protoc --proto_path=. --go_out=internal/pb --go_opt=paths=source_relative --go-grpc_out=internal/pb --go-grpc_opt=paths=source_relative worker.proto

@@ -8,14 +8,14 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/ipc/internal/pb"
 )
 
 // ProtocolVersion is the version of the worker wire this ink speaks. It is
 // negotiated in the go-plugin handshake and checked again through Info.
 // Bump it whenever worker.proto or the meaning of its messages changes
 // incompatibly.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // MagicCookieKey is the environment variable that marks a process as an ink
 // worker started by an ink host. It is a guard against running `ink worker`

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 )
 
 // The test binary doubles as the worker and as a host: TestMain looks at
@@ -40,10 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "worker":
 		runWorker(ProtocolVersion, ProtocolVersion)
-	case "worker-v2":
-		runWorker(2, 2)
-	case "worker-info-v2":
-		runWorker(ProtocolVersion, 2)
+	case "worker-next":
+		runWorker(ProtocolVersion+1, ProtocolVersion+1)
+	case "worker-info-next":
+		runWorker(ProtocolVersion, ProtocolVersion+1)
 	case "mute":
 		writePidFile()
 		time.Sleep(time.Minute)
@@ -116,24 +117,25 @@ func report() workerReport {
 	}
 }
 
-// echoHandler plays a worker. The Run spec is "<mode>\n<payload>".
+// echoHandler plays a worker. The Run spec's Label is the mode and its
+// Prompt the payload.
 type echoHandler struct{}
 
-func (echoHandler) Attempt(stream pb.Worker_AttemptServer) error {
+func (echoHandler) Attempt(stream *WorkerStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
-	run := first.GetRun()
-	if run == nil {
+	run, ok := first.(Run)
+	if !ok {
 		return errors.New("first message is not Run")
 	}
-	mode, payload, _ := bytes.Cut(run.GetSpec(), []byte("\n"))
-	switch string(mode) {
+	mode, payload := run.Spec.Label, []byte(run.Spec.Prompt)
+	switch mode {
 	case "roundtrip":
 		return roundTrip(stream, payload)
 	case "big":
-		if err := stream.Send(event(1, "echo", payload)); err != nil {
+		if err := stream.Send(note(1, string(payload))); err != nil {
 			return err
 		}
 		return stream.Send(outcome("completed", fmt.Sprintf("received %d bytes", len(payload))))
@@ -148,45 +150,50 @@ func (echoHandler) Attempt(stream pb.Worker_AttemptServer) error {
 	}
 }
 
-func event(seq uint64, typ string, data []byte) *pb.WorkerMsg {
-	return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: seq, Type: typ, Data: data}}}
+// note is a warning event carrying text.
+func note(seq uint64, text string) Event {
+	return Event{Seq: seq, Body: event.Warning{Text: text}}
 }
 
-func outcome(status, text string) *pb.WorkerMsg {
-	return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Outcome{Outcome: &pb.Outcome{
-		Status: status, Text: text, Turns: 1, AttemptId: "att-1", Epoch: 3,
-		Usage: &pb.Usage{Input: 120, Output: 8},
-	}}}
+func outcome(status, text string) Outcome {
+	return Outcome{Status: status, Text: text, Turns: 1, AttemptID: "att-1", Epoch: 3, Usage: model.Usage{Input: 120, Output: 8}}
 }
 
-func roundTrip(stream pb.Worker_AttemptServer, args []byte) error {
+// roundTrip reports the worker's process, asks the host for a task and
+// echoes the answer's record status in an event and its content in the
+// outcome; then it waits for the host's Ack.
+func roundTrip(stream *WorkerStream, args []byte) error {
 	rep, _ := json.Marshal(report())
-	if err := stream.Send(event(1, "progress", rep)); err != nil {
+	if err := stream.Send(note(1, string(rep))); err != nil {
 		return err
 	}
-	if err := stream.Send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Task{Task: &pb.TaskRequest{
-		CorrelationId: "c1", ToolCallId: "call-1", Args: args,
-	}}}); err != nil {
+	if err := stream.Send(TaskRequest{CorrelationID: "c1", ToolCallID: "call-1", Args: args}); err != nil {
 		return err
 	}
 	msg, err := stream.Recv()
 	if err != nil {
 		return err
 	}
-	ans := msg.GetAnswer()
-	if ans == nil || ans.GetCorrelationId() != "c1" {
-		return fmt.Errorf("expected the answer to c1, got %v", msg)
+	ans, ok := msg.(TaskAnswer)
+	if !ok || ans.CorrelationID != "c1" || ans.Record == nil {
+		return fmt.Errorf("expected the answer to c1 with a record, got %#v", msg)
 	}
-	if err := stream.Send(event(2, "tool.end", ans.GetRecord())); err != nil {
+	if err := stream.Send(Event{Seq: 2, Body: event.ToolEnd{ID: "call-1", Name: "task", IsError: ans.Record.Status != session.StatusCompleted}}); err != nil {
 		return err
 	}
-	return stream.Send(outcome("completed", "answered: "+ans.GetContent()))
+	if err := stream.Send(outcome("completed", "answered: "+ans.Content)); err != nil {
+		return err
+	}
+	if m, err := stream.Recv(); err != nil || m != (Ack{}) {
+		return fmt.Errorf("expected Ack after the outcome, got %#v, %v", m, err)
+	}
+	return nil
 }
 
 // spawn starts a long sleep in the worker's process group and waits for the
 // stream to end. With payload "hold-stderr" the sleep also keeps the
 // worker's original stderr open, as a careless grandchild would.
-func spawn(stream pb.Worker_AttemptServer, payload string) error {
+func spawn(stream *WorkerStream, payload string) error {
 	cmd := exec.Command("sleep", "300")
 	if payload == "hold-stderr" {
 		cmd.Stderr = os.NewFile(2, "original-stderr")
@@ -197,7 +204,7 @@ func spawn(stream pb.Worker_AttemptServer, payload string) error {
 	rep := report()
 	rep.ChildPid = cmd.Process.Pid
 	data, _ := json.Marshal(rep)
-	if err := stream.Send(event(1, "spawned", data)); err != nil {
+	if err := stream.Send(note(1, string(data))); err != nil {
 		return err
 	}
 	<-stream.Context().Done()
@@ -206,7 +213,7 @@ func spawn(stream pb.Worker_AttemptServer, payload string) error {
 
 // hold waits for the stream to end, then does what a worker does after
 // losing its host, noting each step in the marker file.
-func hold(stream pb.Worker_AttemptServer, marker string) error {
+func hold(stream *WorkerStream, marker string) error {
 	note := func(s string) {
 		f, err := os.OpenFile(marker, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err == nil {
@@ -253,8 +260,7 @@ func runHost() {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		os.Exit(1)
 	}
-	spec := "hold\n" + os.Getenv(markerEnv)
-	if err := stream.Send(&pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: []byte(spec)}}}); err != nil {
+	if err := stream.Send(runMsg("hold", os.Getenv(markerEnv))); err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		os.Exit(1)
 	}

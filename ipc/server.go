@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
-	"github.com/inkdev/ink/ipc/pb"
+	"github.com/inkdev/ink/ipc/internal/pb"
 )
 
 // Handler runs attempts on the worker side. ipc answers Info itself. Each
@@ -21,10 +21,11 @@ import (
 type Handler interface {
 	// Attempt runs one attempt over stream: it receives Run first, then
 	// Cancel or TaskAnswer messages, and sends events and task requests and
-	// finally one Outcome. stream.Context() is done when the host cancels
-	// the stream, shuts the worker down, or is lost (its process died); the
-	// handler should then stop promptly, record what it must, and return.
-	Attempt(stream pb.Worker_AttemptServer) error
+	// finally one Outcome, then waits (bounded) for the host's Ack.
+	// stream.Context() is done when the host cancels the stream, shuts the
+	// worker down, or is lost (its process died); the handler should then
+	// stop promptly, record what it must, and return.
+	Attempt(stream *WorkerStream) error
 }
 
 // defaultConnectTimeout is how long a worker waits for its host to connect
@@ -161,7 +162,7 @@ func (s *workerServer) Attempt(stream pb.Worker_AttemptServer) error {
 	s.stdio.redirect()
 	s.watch.attemptBegin()
 	defer s.watch.attemptEnd()
-	return s.handler.Attempt(stream)
+	return s.handler.Attempt(&WorkerStream{s: stream})
 }
 
 // inkVersion returns the main module's version from the build info.

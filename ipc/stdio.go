@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -44,7 +45,17 @@ func hardenStdio(logger *slog.Logger) *stdioGuard {
 	log.SetFlags(0)
 	log.SetPrefix("")
 
-	warn := &lineLogWriter{log: func(line string) { logger.Warn(line, "source", "grpc") }}
+	warn := &lineLogWriter{log: func(line string) {
+		if strings.Contains(line, "transport is closing") {
+			// The host ended the connection while go-plugin's own streams
+			// (stdio, broker) were open: that is how every worker's
+			// shutdown looks, not a problem. A host that is really lost
+			// is logged by the attempt itself.
+			logger.Debug(line, "source", "grpc")
+			return
+		}
+		logger.Warn(line, "source", "grpc")
+	}}
 	errs := &lineLogWriter{log: func(line string) { logger.Error(line, "source", "grpc") }}
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, warn, errs))
 
@@ -54,8 +65,12 @@ func hardenStdio(logger *slog.Logger) *stdioGuard {
 // redirect points os.Stdout and os.Stderr at a pipe whose lines go to the
 // log, replacing go-plugin's stdio pipes. Only the first call does anything.
 // ipc calls it at the start of every RPC handler: go-plugin has replaced the
-// files by then, and the handler's own code runs after it.
+// files by then, and the handler's own code runs after it. A nil guard (a
+// server running inside a test process) does nothing.
 func (g *stdioGuard) redirect() {
+	if g == nil {
+		return
+	}
 	g.once.Do(func() {
 		r, w, err := os.Pipe()
 		if err != nil {

@@ -1,13 +1,20 @@
-// Package orchestrator owns the supervisor: it launches every agent (the
-// main one and each child) as an ink worker process over ipc, answers the
-// workers' task requests, composes task results and TaskRecords, and
-// enforces the window of concurrent children, the depth limit, timeouts and
-// hung-worker detection. It never runs a model or a tool itself, and it
-// writes no agent transcript: workers write their own.
+// Package orchestrator is ink's supervisor. It launches every agent — the
+// main one and each child — as a worker through a [Launcher], answers the
+// workers' task requests, validates resumes, composes task results and
+// TaskRecords, and enforces the window of concurrent children, the depth
+// limit, timeouts, cancellation and hung-worker detection. It never runs a
+// model or a tool itself, and it writes no agent transcript: workers write
+// their own. The only transcript it writes is a shell session, the parent
+// that `ink task` records its one task call in.
+//
+// The package is split by job: supervision (launcher.go, plugin.go,
+// supervise.go, window.go, publish.go), task and resume (task.go,
+// resume.go, finish.go, result.go, recover.go, shell.go, run.go) and the
+// prompts children are given (system.go, context.go). docs/architecture.md
+// explains the processes, the wire and the rules in full.
 package orchestrator
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +24,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
@@ -62,25 +70,24 @@ type Config struct {
 	// from what it writes.
 	Secrets []secret.Secret
 	Logger  *slog.Logger
+	// Launcher starts workers; nil means a fresh local process per attempt
+	// over go-plugin.
+	Launcher Launcher
 	// Sink receives every event, in order; it is called from many
 	// goroutines but never concurrently.
-	Sink func(Event)
+	Sink func(event.Envelope)
 }
 
 // Orchestrator supervises one run (`ink run` or `ink task`). It is safe for
-// concurrent use; Close (or KillAll) cleans up every worker it started.
+// concurrent use; every worker it starts is ended before Run or Task
+// returns, and KillAll ends them at once.
 type Orchestrator struct {
-	cfg   Config
-	slots chan struct{}
-
-	sinkMu sync.Mutex
-	seq    uint64
-
-	liveMu sync.Mutex
-	live   map[*ipc.Client]bool
-	killed bool
-
-	usage *usageBook
+	cfg      Config
+	launcher Launcher
+	window   *window
+	pub      publisher
+	live     liveSet
+	usage    usageBook
 
 	env    map[string]string // cfg.Environ by name
 	redact *secret.Redactor
@@ -93,13 +100,6 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	if !filepath.IsAbs(cfg.Cwd) {
 		return nil, fmt.Errorf("orchestrator: cwd %q must be an absolute path", cfg.Cwd)
-	}
-	if cfg.Exe == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("orchestrator: find the ink binary: %w", err)
-		}
-		cfg.Exe = exe
 	}
 	if cfg.MaxParallel <= 0 {
 		cfg.MaxParallel = 8
@@ -119,16 +119,29 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Secrets == nil {
 		cfg.Secrets = secret.FromEnviron(cfg.Environ)
 	}
+	launcher := cfg.Launcher
+	if launcher == nil {
+		exe := cfg.Exe
+		if exe == "" {
+			var err error
+			if exe, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("orchestrator: find the ink binary: %w", err)
+			}
+		}
+		launcher = &pluginLauncher{exe: exe, environ: cfg.Environ, logger: cfg.Logger}
+	}
 	env := make(map[string]string, len(cfg.Environ))
 	for _, kv := range cfg.Environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
 	}
-	return &Orchestrator{
-		cfg: cfg, slots: make(chan struct{}, cfg.MaxParallel), live: map[*ipc.Client]bool{}, usage: &usageBook{},
+	o := &Orchestrator{
+		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil),
-	}, nil
+	}
+	o.pub.sink = cfg.Sink
+	return o, nil
 }
 
 // getenv reads the host environment the orchestrator was configured with.
@@ -147,54 +160,79 @@ func (o *Orchestrator) arm(spec *ipc.AttemptSpec) {
 	spec.Redact = secret.Fingerprints(others)
 }
 
-// track registers a live worker so KillAll can reach it; it reports false
-// when KillAll already ran (the worker must not be used).
-func (o *Orchestrator) track(c *ipc.Client) bool {
-	o.liveMu.Lock()
-	defer o.liveMu.Unlock()
-	if o.killed {
+// KillAll kills every worker's process group at once (the second Ctrl-C)
+// and refuses to start new ones.
+func (o *Orchestrator) KillAll() { o.live.killAll() }
+
+// liveSet tracks the running workers so that KillAll reaches them. It is
+// safe for concurrent use.
+type liveSet struct {
+	mu     sync.Mutex
+	m      map[Worker]bool
+	killed bool
+}
+
+// add registers w; it reports false when KillAll already ran (w must then
+// be killed, not used).
+func (l *liveSet) add(w Worker) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.killed {
 		return false
 	}
-	o.live[c] = true
+	if l.m == nil {
+		l.m = map[Worker]bool{}
+	}
+	l.m[w] = true
 	return true
 }
 
-func (o *Orchestrator) untrack(c *ipc.Client) {
-	o.liveMu.Lock()
-	defer o.liveMu.Unlock()
-	delete(o.live, c)
+func (l *liveSet) remove(w Worker) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, w)
 }
 
-// KillAll kills every worker's process group at once (the second Ctrl-C)
-// and refuses to start new ones.
-func (o *Orchestrator) KillAll() {
-	o.liveMu.Lock()
-	o.killed = true
-	live := make([]*ipc.Client, 0, len(o.live))
-	for c := range o.live {
-		live = append(live, c)
+func (l *liveSet) killAll() {
+	l.mu.Lock()
+	l.killed = true
+	live := make([]Worker, 0, len(l.m))
+	for w := range l.m {
+		live = append(live, w)
 	}
-	o.liveMu.Unlock()
-	for _, c := range live {
-		c.Kill()
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, w := range live {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Kill() }()
 	}
+	wg.Wait()
 }
 
-// acquireSlot waits for room in the window; it emits task.queued when the
-// child has to wait. The returned func gives the slot back.
-func (o *Orchestrator) acquireSlot(ctx context.Context, label, sessionID string, fields map[string]any) (func(), error) {
-	select {
-	case o.slots <- struct{}{}:
-		return func() { <-o.slots }, nil
-	default:
+// usageBook sums usage per agent label for run.end. It is safe for
+// concurrent use.
+type usageBook struct {
+	mu sync.Mutex
+	m  map[string]model.Usage
+}
+
+func (u *usageBook) add(label string, v model.Usage) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]model.Usage{}
 	}
-	o.emit(label, sessionID, "task.queued", fields)
-	select {
-	case o.slots <- struct{}{}:
-		return func() { <-o.slots }, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+	u.m[label] = u.m[label].Add(v)
+}
+
+func (u *usageBook) snapshot() map[string]model.Usage {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string]model.Usage, len(u.m))
+	for k, v := range u.m {
+		out[k] = v
 	}
+	return out
 }
 
 // Outcome statuses of an agent's attempt, as reported by RunResult and

@@ -138,6 +138,8 @@ func TestProfileBinding(t *testing.T) {
 		return p
 	}
 	parent := model.Binding{Provider: "script", Model: "/elsewhere/main.yaml"}
+	o := newTestOrchestrator(t, Config{})
+	profileBinding := o.profileBinding
 	b, err := profileBinding(mk("script:other.yaml"), parent)
 	if err != nil || b.Provider != "script" || b.Model != filepath.Join(dir, "other.yaml") {
 		t.Fatalf("binding %+v, %v; want script:%s", b, err, filepath.Join(dir, "other.yaml"))

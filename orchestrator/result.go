@@ -41,13 +41,21 @@ func CompactTokens(n int64) string {
 	}
 }
 
+// Turns renders a number of turns: "1 turn", "3 turns".
+func Turns(n int) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return fmt.Sprintf("%d turns", n)
+}
+
 // usageTrailer is "(child: N turns, 12k in / 1.4k out[ / 9.8k cache])".
 func usageTrailer(turns int, u model.Usage) string {
 	ge := ""
 	if u.Incomplete {
 		ge = "≥"
 	}
-	s := fmt.Sprintf("(child: %d turns, %s%s in / %s%s out", turns, ge, CompactTokens(u.Input), ge, CompactTokens(u.Output))
+	s := fmt.Sprintf("(child: %s, %s%s in / %s%s out", Turns(turns), ge, CompactTokens(u.Input), ge, CompactTokens(u.Output))
 	if c := u.CacheRead + u.CacheWrite; c > 0 {
 		s += fmt.Sprintf(" / %s cache", CompactTokens(c))
 	}
@@ -82,38 +90,64 @@ type resultInput struct {
 	Prompt        string // the task's prompt, for the handoff
 	WorktreeLines []string
 	ExtraLines    []string // repair notes, lifetime line, …
+	Health        []string // health observations
+	Capped        string   // "turns" or "budget" when the child was wrapped up early
+	// Shell selects hints for a person at a shell (`ink task --resume`)
+	// rather than for a model (`task({resume: …})`).
+	Shell bool
 }
 
-// composeResult renders a task result per DESIGN.md §4 and reports whether
-// it is an error for the calling model.
+// resumeHint tells the reader how to continue the child id.
+func resumeHint(id string, shell bool) string {
+	if shell {
+		return fmt.Sprintf("child session id: %s — continue it with: ink task --resume %s \"…\"", id, id)
+	}
+	return fmt.Sprintf("child session id: %s — continue it with task({resume: %q, prompt: \"…\"})", id, id)
+}
+
+// composeResult renders a task result and reports whether it is an error
+// for the calling model: the child's final text (or what went wrong), what
+// became of its worktree, its usage, the id to resume it, and for a failure
+// a handoff (the transcript path and the original prompt).
 func composeResult(in resultInput) (string, bool) {
 	var b strings.Builder
 	hasText := strings.TrimSpace(in.Text) != ""
 	isError := false
 	switch in.Status {
 	case "completed":
-		if hasText {
+		switch {
+		case hasText:
 			writeText(&b, in.Text)
-		} else {
+			if in.Capped != "" {
+				fmt.Fprintf(&b, "\n\n%s", cappedLine(in))
+			}
+		case in.Capped != "":
+			isError = true
+			fmt.Fprintf(&b, "[task] child spent %s without producing a final answer (%s).", Turns(in.Turns), cappedWhy(in.Capped))
+		default:
 			b.WriteString("(subagent completed with no output)")
 		}
 	case "crash":
 		if hasText {
 			writeText(&b, in.Text)
-			fmt.Fprintf(&b, "\n\n[task] child failed after %d turns: %s; partial result above.", in.Turns, in.Reason)
+			fmt.Fprintf(&b, "\n\n[task] child failed after %s: %s; partial result above.", Turns(in.Turns), in.Reason)
 		} else {
 			isError = true
-			fmt.Fprintf(&b, "task failed after %d turns: %s.", in.Turns, in.Reason)
+			fmt.Fprintf(&b, "task failed after %s: %s.", Turns(in.Turns), in.Reason)
 		}
 	case "timeout":
 		isError = true
-		fmt.Fprintf(&b, "task timed out after %s (%d turns ran).", in.Timeout, in.Turns)
+		fmt.Fprintf(&b, "task timed out after %s (%s ran).", in.Timeout, Turns(in.Turns))
 	case "interrupted":
 		isError = true
-		fmt.Fprintf(&b, "task interrupted after %d turns: %s.", in.Turns, in.Reason)
+		fmt.Fprintf(&b, "task interrupted after %s: %s.", Turns(in.Turns), in.Reason)
 	default: // aborted
 		isError = true
-		fmt.Fprintf(&b, "task aborted before completion (%d turns ran): %s.", in.Turns, in.Reason)
+		fmt.Fprintf(&b, "task aborted before completion (%s ran): %s.", Turns(in.Turns), in.Reason)
+	}
+	for _, h := range in.Health {
+		b.WriteString("\n[health] ")
+		b.WriteString(h)
 	}
 	for _, l := range in.WorktreeLines {
 		b.WriteString("\n")
@@ -126,7 +160,8 @@ func composeResult(in resultInput) (string, bool) {
 	b.WriteString("\n")
 	b.WriteString(usageTrailer(in.Turns, in.Usage))
 	if in.Transcript != "" {
-		fmt.Fprintf(&b, "\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})", in.ChildID, in.ChildID)
+		b.WriteString("\n")
+		b.WriteString(resumeHint(in.ChildID, in.Shell))
 	}
 	if isError || in.Status == "crash" {
 		b.WriteString("\n")
@@ -139,6 +174,21 @@ func composeResult(in resultInput) (string, bool) {
 		b.WriteString("Continue it with the resume id above, or start a new task with a narrower prompt.")
 	}
 	return b.String(), isError
+}
+
+// cappedLine says that a child's answer is a wrap-up, not a completion.
+func cappedLine(in resultInput) string {
+	if in.Capped == "budget" {
+		return "[task] the run's token budget ran out; this is the child's wrap-up answer, not a confirmed completion."
+	}
+	return fmt.Sprintf("[task] hit the %d-turn cap; this is the child's wrap-up answer, not a confirmed completion.", in.Turns)
+}
+
+func cappedWhy(capped string) string {
+	if capped == "budget" {
+		return "the run's token budget ran out"
+	}
+	return "it hit its turn cap"
 }
 
 func writeText(b *strings.Builder, text string) {

@@ -33,14 +33,23 @@ func resumeRefusal(childID string, problems []Problem) string {
 	return b.String()
 }
 
-// resume continues a settled child of parent in its own transcript.
-func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID string, args TaskArgs, label string) taskAnswer {
+// resume continues a settled child of parent in its own transcript. The
+// child is looked up among the children of parent.owner(): the parent's
+// own, or for a shell parent those of the session that owns the child.
+func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCall, args TaskArgs) taskAnswer {
 	childID := *args.Resume
 	refuse := func(problems ...Problem) taskAnswer {
-		ans := o.reject(parent, callID, args, resumeRefusal(childID, problems))
-		return ans
+		return o.reject(parent, call, args, resumeRefusal(childID, problems))
 	}
-	info, err := session.FindChild(parent.transcript, parent.sessionID, childID)
+	ownerID := parent.sessionID
+	if parent.childrenOf != "" {
+		h, err := session.ReadHeader(parent.childrenOf)
+		if err != nil {
+			return refuse(Problem{Code: "malformed", Message: err.Error()})
+		}
+		ownerID = h.ID
+	}
+	info, err := session.FindChild(parent.owner(), ownerID, childID)
 	if err != nil {
 		var le *session.LookupError
 		if errors.As(err, &le) {
@@ -48,7 +57,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID stri
 		}
 		return refuse(Problem{Code: "malformed", Message: err.Error()})
 	}
-	plan, problems := o.validateResume(ctx, parent, info.Path, label)
+	plan, problems := o.validateResume(ctx, parent, info.Path, call.label)
 	if len(problems) > 0 {
 		return refuse(problems...)
 	}
@@ -60,7 +69,10 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, callID stri
 		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
 		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
 	}
-	return o.runChild(ctx, parent, plan.child, callID, args, spec, o.timeoutFor(args, plan.profile), plan.worktree, true)
+	return o.runChild(ctx, childEnd{
+		parent: parent, child: plan.child, call: call, args: args, spec: spec,
+		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,
+	})
 }
 
 // resumePlan is a validated resume: the child as it will run again.
@@ -105,7 +117,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		// Only a crash tail is repaired; anything else is left as it is.
 		add(session.CodeMalformed, "%s cannot be continued: %s", path, scan.Reason)
 	}
-	if _, ended := tr.LastAttemptEnd(); !ended && !o.parentRecorded(parent, h.ID) {
+	if _, ended := tr.LastAttemptEnd(); !ended && !parentRecorded(parent.owner(), h.ID) {
 		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
 	}
 	if launch.InkVersion != InkVersion {
@@ -134,7 +146,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// Model.
 	binding := parent.binding
 	if prof != nil {
-		if b, err := profileBinding(*prof, parent.binding); err == nil {
+		if b, err := o.profileBinding(*prof, parent.binding); err == nil {
 			binding = b
 		}
 	}
@@ -208,10 +220,10 @@ func atURL(b model.Binding) string {
 	return " at " + b.BaseURL
 }
 
-// parentRecorded reports whether the parent's transcript holds a TaskRecord
+// parentRecorded reports whether the transcript at path holds a TaskRecord
 // with launched=true for childID.
-func (o *Orchestrator) parentRecorded(parent *agentRun, childID string) bool {
-	tr, err := session.Open(parent.transcript)
+func parentRecorded(path, childID string) bool {
+	tr, err := session.Open(path)
 	if err != nil {
 		return false
 	}
@@ -225,186 +237,4 @@ func (o *Orchestrator) parentRecorded(parent *agentRun, childID string) bool {
 		}
 	}
 	return false
-}
-
-// lifetimeLine sums every attempt recorded in a child's transcript.
-func (o *Orchestrator) lifetimeLine(path string) []string {
-	tr, err := session.Open(path)
-	if err != nil {
-		return nil
-	}
-	var total model.Usage
-	attempts, ended := 0, 0
-	for _, a := range tr.Attempts() {
-		switch a.Phase {
-		case "start":
-			attempts++
-		case "end":
-			ended++
-			if a.Usage == nil {
-				total.Incomplete = true
-			} else {
-				total = total.Add(*a.Usage)
-			}
-		}
-	}
-	if ended < attempts {
-		total.Incomplete = true
-	}
-	ge := ""
-	if total.Incomplete {
-		ge = "≥"
-	}
-	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
-}
-
-// childAnswers answers the task calls of a main transcript left without a
-// result because its writer died: from the child's own transcript when the
-// child's last attempt ended, else with the outcome-unknown text naming the
-// child so the model can resume it. Calls whose child cannot be found are
-// left to the worker's generic repair.
-func childAnswers(tr *session.Transcript) []ipc.Answer {
-	answered := map[string]bool{}
-	for _, m := range tr.Messages {
-		for _, r := range m.Results {
-			answered[r.ToolCallID] = true
-		}
-	}
-	children, _ := session.ListChildren(tr.Path)
-	// Children already accounted for by a TaskRecord, and how many of
-	// their attempts the records account for.
-	used := map[string]bool{}
-	recorded := map[string]int{}
-	for _, m := range tr.Messages {
-		if len(m.TaskRecord) > 0 {
-			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil && rec.ChildID != "" {
-				used[rec.ChildID] = true
-				if rec.Launched {
-					recorded[rec.ChildID]++
-				}
-			}
-		}
-	}
-	// Each child's first prompt is read at most once, however many calls
-	// are matched against it.
-	prompts := map[string]string{}
-	promptOf := func(path string) string {
-		p, ok := prompts[path]
-		if !ok {
-			p = firstPrompt(path)
-			prompts[path] = p
-		}
-		return p
-	}
-	var out []ipc.Answer
-	for _, m := range tr.Messages {
-		for _, c := range m.ToolCalls {
-			if c.Name != "task" || answered[c.ID] {
-				continue
-			}
-			args, err := ParseTaskArgs(c.Args)
-			if err != nil {
-				continue
-			}
-			var child *session.ChildSummary
-			for i := range children {
-				ch := &children[i]
-				if used[ch.ID] && (args.Resume == nil || *args.Resume != ch.ID) {
-					continue
-				}
-				if args.Resume != nil && *args.Resume == ch.ID {
-					child = ch
-					break
-				}
-				if args.Resume == nil && promptOf(ch.Path) == args.Prompt {
-					child = ch
-					break
-				}
-			}
-			if child == nil {
-				continue
-			}
-			used[child.ID] = true
-			out = append(out, answerFromChild(tr, c, args, child.Path, recorded[child.ID]))
-			recorded[child.ID]++
-		}
-	}
-	return out
-}
-
-// firstPrompt is the text of a transcript's first user message.
-func firstPrompt(path string) string {
-	tr, err := session.Open(path)
-	if err != nil {
-		return ""
-	}
-	for _, m := range tr.Messages {
-		if m.Role == model.RoleUser {
-			return m.Text()
-		}
-	}
-	return ""
-}
-
-// answerFromChild composes the result of a dangling task call from the
-// child's transcript: from the attempt that call started, the one after
-// the prior attempts that the parent's TaskRecords account for. When that
-// attempt never started or never ended, the outcome is unknown: an earlier
-// attempt's answer is never passed off as this call's.
-func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) ipc.Answer {
-	ctr, err := session.Open(childPath)
-	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
-		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
-		if rec != nil {
-			a.TaskRecord, _ = json.Marshal(rec)
-		}
-		return a
-	}
-	if err != nil {
-		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
-	}
-	id := ctr.Header.ID
-	end, ended := attemptEnd(ctr, prior)
-	if !ended || end.Status == "" {
-		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil)
-	}
-	u := usageOf(end.Usage)
-	content, isErr := composeResult(resultInput{
-		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
-		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
-	})
-	content = "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\n" + content
-	rec := session.TaskRecord{
-		Version: 1, AttemptID: end.AttemptID, TaskToolCallID: call.ID, ParentSessionID: parent.Header.ID, ChildID: id,
-		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,
-		TextPresent: strings.TrimSpace(end.FinalText) != "", Usage: &u, Cwd: ctr.Header.Cwd,
-		Transcript: &session.TranscriptRef{Present: true, Path: childPath},
-	}
-	if l := ctr.Header.Launch; l != nil {
-		b := l.Binding
-		rec.Binding = &b
-		rec.Tools = l.Tools
-		if l.Agent != nil {
-			rec.Agent = l.Agent.Name
-		}
-	}
-	return result(content, isErr, &rec)
-}
-
-// attemptEnd returns the end entry of the attempt that started after the
-// first prior attempts of tr, if it started and ended.
-func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) {
-	started, target := 0, ""
-	for _, a := range tr.Attempts() {
-		switch {
-		case a.Phase == session.PhaseStart && target == "":
-			if started == prior {
-				target = a.AttemptID
-			}
-			started++
-		case a.Phase == session.PhaseEnd && target != "" && a.AttemptID == target:
-			return a, true
-		}
-	}
-	return session.AttemptEntry{}, false
 }

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -37,31 +36,6 @@ type RunResult struct {
 	PerAgent   map[string]model.Usage // every agent by label, main included
 }
 
-// usageBook sums usage per agent label for run.end.
-type usageBook struct {
-	mu sync.Mutex
-	m  map[string]model.Usage
-}
-
-func (u *usageBook) add(label string, v model.Usage) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.m == nil {
-		u.m = map[string]model.Usage{}
-	}
-	u.m[label] = u.m[label].Add(v)
-}
-
-func (u *usageBook) snapshot() map[string]model.Usage {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	out := make(map[string]model.Usage, len(u.m))
-	for k, v := range u.m {
-		out[k] = v
-	}
-	return out
-}
-
 // mainTools is the main agent's pool for the configured depth.
 func (o *Orchestrator) mainTools() []string {
 	if o.cfg.MaxDepth >= 1 {
@@ -70,16 +44,10 @@ func (o *Orchestrator) mainTools() []string {
 	return MainTools[:len(MainTools)-1]
 }
 
-func (o *Orchestrator) profileSet() *agents.Set {
-	if o.cfg.Profiles == nil {
-		return nil
-	}
-	return o.cfg.Profiles.Current()
-}
-
 // Run runs the main agent (depth 0) as a worker and supervises its children
 // until it finishes. ctx cancellation cancels every agent (Ctrl-C once);
-// KillAll kills them (twice).
+// KillAll kills them (twice). A problem with the options (an unknown or
+// foreign session) is an error and nothing is written.
 func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, error) {
 	tools := o.mainTools()
 	files := projectContext(o.cfg.Cwd)
@@ -115,21 +83,21 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		spec.SessionID, spec.Transcript = id, ar.transcript
 		spec.Create = &session.Header{Type: "session", Version: session.Version, ID: id, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd}
 	}
-	o.emit("main", ar.sessionID, "run.start", map[string]any{
-		"transcript": ar.transcript, "model": o.cfg.Binding.String(), "cwd": o.cfg.Cwd,
-		"continued": opts.SessionID != "", "maxParallel": o.cfg.MaxParallel, "maxDepth": o.cfg.MaxDepth,
+	o.pub.emit("main", ar.sessionID, event.RunStart{
+		Transcript: ar.transcript, Model: o.cfg.Binding.String(), Cwd: o.cfg.Cwd,
+		Continued: opts.SessionID != "", MaxParallel: o.cfg.MaxParallel, MaxDepth: o.cfg.MaxDepth,
 	})
-	res := o.runAttempt(ctx, ar, spec, 0, func(pid int) {
-		o.emit("main", ar.sessionID, "worker.start", map[string]any{"pid": pid, "attemptId": spec.AttemptID})
+	res := o.supervise(ctx, ar, spec, 0, func(pid int) {
+		o.pub.emit("main", ar.sessionID, event.WorkerStart{Pid: pid, AttemptID: spec.AttemptID})
 	})
 	o.usage.add("main", res.Usage)
 	out := RunResult{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, SessionID: ar.sessionID,
 		Transcript: ar.transcript, Turns: res.Turns, Usage: res.Usage, PerAgent: o.usage.snapshot(),
 	}
-	o.emit("main", ar.sessionID, "run.end", map[string]any{
-		"status": out.Status, "reason": out.Reason, "text": out.Text, "turns": out.Turns,
-		"usage": out.PerAgent, "transcript": out.Transcript,
+	o.pub.emit("main", ar.sessionID, event.RunEnd{
+		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: out.Turns,
+		Usage: out.PerAgent, Transcript: out.Transcript, Rejected: int(o.pub.rejected.Load()),
 	})
 	return out, nil
 }
@@ -155,4 +123,12 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 
 func mkdirFor(path string) error {
 	return os.MkdirAll(filepath.Dir(path), 0o700)
+}
+
+// usageOf returns u or the zero usage.
+func usageOf(u *model.Usage) model.Usage {
+	if u == nil {
+		return model.Usage{}
+	}
+	return *u
 }

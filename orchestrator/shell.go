@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -17,8 +18,8 @@ import (
 // TaskOptions are the inputs of `ink task`.
 type TaskOptions struct {
 	Args TaskArgs
-	// Parent names the shell session that owns the child to resume;
-	// default: the most recent session of this cwd that owns it.
+	// Parent names the session that owns the child to resume; default: the
+	// most recent session of this cwd that owns it.
 	Parent string
 }
 
@@ -28,7 +29,8 @@ type TaskResult struct {
 	IsError bool
 	Status  string // the TaskRecord status (rejected included)
 	Record  session.TaskRecord
-	// ParentSession is the shell session that owns the child.
+	// ParentSession is the shell session this command recorded its task
+	// call in ("" when it was refused before writing anything).
 	ParentSession string
 }
 
@@ -36,35 +38,38 @@ type TaskResult struct {
 var ErrBadInput = errors.New("bad input")
 
 // Task runs one child from the shell, with no main agent. The orchestrator
-// writes the parent: a shell session holding the task call and its result,
-// under that session's lease, and only once the child is launched, so a
-// rejected task leaves no file behind.
+// writes its parent: a new shell session holding this command's task call
+// and its result, under that session's lease, created only once the child
+// is launched, so a rejected task leaves no file behind. A resumed child
+// lives in the session that owns it (found with --parent, or the newest
+// owner in this directory), but its resume is recorded here, never in the
+// owner's transcript, which only the owner's own worker writes.
 func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, error) {
 	tools := o.mainTools()
-	parent := &agentRun{label: "shell", depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
+	id := session.NewID()
+	parent := &agentRun{
+		label: "shell", sessionID: id, transcript: session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id),
+		depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd, shell: true,
+	}
 	// The shell parent's system prompt is what a main agent would have, so
 	// children launched from the shell and from `ink run` look alike.
 	files := projectContext(o.cfg.Cwd)
 	parent.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
 	parent.files = contextRefs(files)
-	var existing bool
+	call := taskCall{id: "shell-" + session.NewID(), label: parent.nextChildLabel(), ticket: o.pub.ticket()}
 	if opts.Args.Resume != nil {
-		path, id, err := o.findOwner(*opts.Args.Resume, opts.Parent)
+		path, _, err := o.findOwner(*opts.Args.Resume, opts.Parent)
 		if err != nil {
-			res := TaskResult{Status: "rejected", Content: err.Error() + "\nStart a new task instead.", IsError: true}
-			o.emit("shell", "", "run.end", map[string]any{"status": res.Status, "reason": res.Content, "text": ""})
+			res := TaskResult{Status: StatusRejected, Content: err.Error() + "\nStart a new task instead.", IsError: true}
+			o.pub.emit(call.label, "", event.TaskEnd{Status: StatusRejected, Reason: res.Content, ToolCallID: call.id})
+			o.pub.emit("shell", "", event.RunEnd{Status: res.Status, Reason: res.Content, Rejected: 1})
 			return res, nil
 		}
-		parent.sessionID, parent.transcript, existing = id, path, true
-	} else {
-		if opts.Parent != "" {
-			return TaskResult{}, fmt.Errorf("%w: --parent only goes with --resume", ErrBadInput)
-		}
-		id := session.NewID()
-		parent.sessionID, parent.transcript = id, session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
+		parent.childrenOf = path
+	} else if opts.Parent != "" {
+		return TaskResult{}, fmt.Errorf("%w: --parent only goes with --resume", ErrBadInput)
 	}
 
-	callID := "shell-" + session.NewID()
 	var (
 		w      *session.Writer
 		l      *lease.Lease
@@ -82,55 +87,52 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	parent.onLaunch = func() error {
 		once.Do(func() {
 			setErr = func() error {
-				var err error
-				if !existing {
-					if err := mkdirFor(parent.transcript); err != nil {
-						return err
-					}
+				if err := mkdirFor(parent.transcript); err != nil {
+					return err
 				}
-				l, err = lease.Acquire(parent.transcript, lease.Owner{AttemptID: callID, Agent: "shell", SessionID: parent.sessionID})
+				var err error
+				l, err = lease.Acquire(parent.transcript, lease.Owner{AttemptID: call.id, Agent: "shell", SessionID: parent.sessionID})
 				if err != nil {
-					if existing && errors.Is(err, lease.ErrBusy) {
-						return fmt.Errorf("cannot resume child %q: still-running: the session that owns it is busy, another ink is continuing it: %w. Start a new task instead.", *opts.Args.Resume, err)
-					}
 					return err
 				}
 				l.StartHeartbeat(o.cfg.HeartbeatInterval)
-				if existing {
-					w, err = session.OpenWriter(parent.transcript)
-				} else {
-					w, err = session.Create(parent.transcript, session.Header{Type: "session", Version: session.Version, ID: parent.sessionID, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd})
-				}
+				w, err = session.Create(parent.transcript, session.Header{Type: "session", Version: session.Version, ID: parent.sessionID, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd})
 				if err != nil {
 					return err
 				}
 				args, _ := json.Marshal(opts.Args)
 				redacted, _ := o.redact.Redact(string(args))
-				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: callID, Name: "task", Args: json.RawMessage(redacted)}}})
+				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: call.id, Name: "task", Args: json.RawMessage(redacted)}}})
+				if err == nil {
+					o.pub.emit("shell", parent.sessionID, event.RunStart{Transcript: parent.transcript, Model: o.cfg.Binding.String(), Cwd: o.cfg.Cwd})
+				}
 				return err
 			}()
 		})
 		return setErr
 	}
 
-	o.emit("shell", parent.sessionID, "run.start", map[string]any{"transcript": parent.transcript, "model": o.cfg.Binding.String(), "cwd": o.cfg.Cwd})
-	ans := o.task(ctx, parent, callID, opts.Args, parent.nextChildLabel())
+	ans := o.task(ctx, parent, call, opts.Args)
+	res := TaskResult{Content: ans.Content, IsError: ans.IsError, Status: ans.Record.Status, Record: ans.Record}
 	if w != nil {
+		res.ParentSession = parent.sessionID
 		rec, _ := json.Marshal(ans.Record)
 		content, _ := o.redact.Redact(ans.Content)
-		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: content, IsError: ans.IsError}}, TaskRecord: rec}
+		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.id, ToolName: "task", Content: content, IsError: ans.IsError}}, TaskRecord: rec}
 		if l.Check() == nil {
 			if _, err := w.AppendMessage(m); err != nil {
 				o.cfg.Logger.Error("Shell session write failed", "err", err)
 			}
 		}
 	}
-	res := TaskResult{Content: ans.Content, IsError: ans.IsError, Status: ans.Record.Status, Record: ans.Record, ParentSession: parent.sessionID}
-	end := map[string]any{"status": res.Status, "text": ans.Result.Text, "usage": o.usage.snapshot()}
+	end := event.RunEnd{Status: res.Status, Text: ans.Result.Text, Turns: ans.Result.Turns, Usage: o.usage.snapshot(), Rejected: int(o.pub.rejected.Load())}
 	if res.IsError {
-		end["reason"] = res.Content
+		end.Reason = res.Content
 	}
-	o.emit("shell", parent.sessionID, "run.end", end)
+	if w != nil {
+		end.Transcript = parent.transcript
+	}
+	o.pub.emit("shell", res.ParentSession, end)
 	return res, nil
 }
 

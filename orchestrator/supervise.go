@@ -2,30 +2,28 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
 
-// agentRun is one agent (main or child) during one attempt.
+// agentRun is one agent (main, shell parent or child) during one attempt.
 type agentRun struct {
 	label      string
 	sessionID  string
 	transcript string
+	// childrenOf is the transcript whose children/ directory holds this
+	// agent's children and the children it may resume: its own transcript,
+	// except for a shell parent resuming a child of another session.
+	childrenOf string
 	depth      int
 	binding    model.Binding
 	system     string
@@ -33,6 +31,9 @@ type agentRun struct {
 	tools      []string
 	cwd, root  string
 	agent      string
+	// shell marks a parent that is a person at a shell (`ink task`), whose
+	// hints must be shell commands.
+	shell bool
 
 	// onLaunch, when set, runs once before the first child is launched,
 	// after every rejection check passed (a shell parent writes its
@@ -43,6 +44,7 @@ type agentRun struct {
 	children int // child ordinal for labels
 }
 
+// nextChildLabel is the display label of this agent's next child.
 func (ar *agentRun) nextChildLabel() string {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
@@ -50,7 +52,15 @@ func (ar *agentRun) nextChildLabel() string {
 	return fmt.Sprintf("%s/%d", ar.label, ar.children)
 }
 
-// attemptResult is how a worker's attempt ended, as the orchestrator saw it.
+// childrenDir is the transcript that owns this agent's children.
+func (ar *agentRun) owner() string {
+	if ar.childrenOf != "" {
+		return ar.childrenOf
+	}
+	return ar.transcript
+}
+
+// attemptResult is how a worker's attempt ended, as the supervisor saw it.
 type attemptResult struct {
 	Status    string
 	Reason    string
@@ -60,70 +70,69 @@ type attemptResult struct {
 	AttemptID string
 	Epoch     int64
 	Pid       int
+	Health    []string
+	Capped    string
 	// Launched is false when no worker process ever started.
 	Launched bool
 }
 
-// runAttempt starts a worker for spec and supervises it to the end: it
+// loopWindow is the worker's default window over a message's safe calls.
+const loopWindow = 8
+
+// taskCall is one task call of a parent: its tool call id, its display
+// label and its place in the window's queue.
+type taskCall struct {
+	id     string
+	label  string
+	ticket uint64
+}
+
+// supervise starts a worker for spec and supervises it to the end: it
 // forwards events, answers task requests, cancels on ctx or timeout, kills
-// after the grace, and detects a hung or dead worker. onStart is called with
-// the worker's pid once it is up.
-func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.AttemptSpec, timeout time.Duration, onStart func(pid int)) attemptResult {
+// after the grace, and detects a hung or dead worker. onStart is called
+// with the worker's pid once it runs.
+func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.AttemptSpec, timeout time.Duration, onStart func(pid int)) attemptResult {
 	res := attemptResult{AttemptID: spec.AttemptID}
 	o.arm(&spec)
-	specJSON, err := json.Marshal(spec)
-	if err != nil {
-		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("encode attempt: %v", err)
-		return res
-	}
-	cmd := exec.Command(o.cfg.Exe, "worker")
-	cmd.Env = append(workerEnv(o.cfg.Environ), "INK_WORKER_LOG="+filepath.Join(o.cfg.InkHome, "logs", ar.sessionID+".log"))
-	cmd.Dir = ar.cwd
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(o.cfg.InkHome, "run"), Logger: o.cfg.Logger})
+	// The worker's own window over one message's safe calls is at least
+	// the tree's, so every task call of a message reaches the supervisor,
+	// which queues what the tree's window cannot take yet (task.queued).
+	spec.MaxParallel = max(o.cfg.MaxParallel, loopWindow)
+	w, err := o.launcher.Launch(ctx, spec)
 	if err != nil {
 		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("could not start the worker: %v", err)
+		if ctx.Err() != nil {
+			res.Status, res.Reason = ipc.StatusAborted, "cancelled before the worker started"
+		}
 		return res
 	}
-	defer c.Kill()
-	if !o.track(c) {
+	if !o.live.add(w) {
+		w.Kill()
 		res.Status, res.Reason = ipc.StatusAborted, "killed by the user before it started"
 		return res
 	}
-	defer o.untrack(c)
-	res.Launched, res.Pid = true, c.Pid()
+	defer o.live.remove(w)
+	res.Launched, res.Pid = true, w.Pid()
 	if onStart != nil {
 		onStart(res.Pid)
 	}
 
-	streamCtx, stopStream := context.WithCancel(context.Background())
-	defer stopStream()
-	stream, err := c.Attempt(streamCtx)
-	if err != nil {
-		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("worker stream: %v", err)
-		return res
-	}
-	var sendMu sync.Mutex
-	send := func(m *pb.HostMsg) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		if err := stream.Send(m); err != nil {
-			o.cfg.Logger.Debug("Send to worker failed", "agent", ar.label, "err", err)
-		}
-	}
-	send(&pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: specJSON}}})
-
-	msgs := make(chan *pb.WorkerMsg)
+	msgs := make(chan ipc.WorkerMsg)
 	recvErr := make(chan error, 1)
+	stopRecv := make(chan struct{})
+	var stopOnce sync.Once
+	stopReceiving := func() { stopOnce.Do(func() { close(stopRecv) }) }
+	defer stopReceiving()
 	go func() {
 		for {
-			m, err := stream.Recv()
+			m, err := w.Recv()
 			if err != nil {
 				recvErr <- err
 				return
 			}
 			select {
 			case msgs <- m:
-			case <-streamCtx.Done():
+			case <-stopRecv:
 				return
 			}
 		}
@@ -132,7 +141,10 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 	childCtx, cancelChildren := context.WithCancelCause(context.Background())
 	defer cancelChildren(nil)
 	var tasks sync.WaitGroup
-	defer tasks.Wait()
+	// Children end before their parent's worker is closed or killed.
+	defer func() {
+		tasks.Wait()
+	}()
 
 	var timeoutC <-chan time.Time
 	if timeout > 0 {
@@ -149,51 +161,60 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 			return
 		}
 		cancelStatus, cancelReason = status, reason
-		send(&pb.HostMsg{Msg: &pb.HostMsg_Cancel{Cancel: &pb.Cancel{Status: status, Reason: reason}}})
+		if err := w.Send(ipc.Cancel{Status: status, Reason: reason}); err != nil {
+			o.cfg.Logger.Debug("Cancel not sent", "agent", ar.label, "err", err)
+		}
 		cancelChildren(errors.New(reason))
 		grace = time.After(o.cfg.Grace)
 	}
 	done := ctx.Done()
-	labels := map[string]string{}
+	calls := map[string]taskCall{} // task calls of this agent, by tool call id
+	var sent atomic.Bool
 
 	for {
 		select {
 		case m := <-msgs:
-			switch {
-			case m.GetEvent() != nil:
-				o.forward(ar, m.GetEvent())
-				labelTaskCalls(ar, m.GetEvent(), labels)
-			case m.GetTask() != nil:
-				req := m.GetTask()
-				// Labels follow the order of the calls in the assistant
-				// message, whatever order the requests arrive in.
-				label, ok := labels[req.GetToolCallId()]
+			switch m := m.(type) {
+			case ipc.Event:
+				o.pub.publish(event.Envelope{Agent: ar.label, Session: ar.sessionID, WorkerSeq: m.Seq, Body: m.Body})
+				o.noteTaskCalls(ar, m.Body, calls)
+			case ipc.TaskRequest:
+				call, ok := calls[m.ToolCallID]
 				if !ok {
-					label = ar.nextChildLabel()
+					call = taskCall{id: m.ToolCallID, label: ar.nextChildLabel(), ticket: o.pub.ticket()}
 				}
 				tasks.Add(1)
 				go func() {
 					defer tasks.Done()
-					ans := o.handleTask(childCtx, ar, req, label)
-					ans.CorrelationId = req.GetCorrelationId()
-					send(&pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: ans}})
+					ans := o.handleTask(childCtx, ar, call, m.Args)
+					ans.CorrelationID = m.CorrelationID
+					if err := w.Send(ans); err != nil {
+						o.cfg.Logger.Debug("Task answer not sent", "agent", ar.label, "err", err)
+					}
 				}()
-			case m.GetOutcome() != nil:
-				out := m.GetOutcome()
-				res.Status, res.Reason, res.Text = out.GetStatus(), out.GetReason(), out.GetText()
-				res.Turns, res.Epoch = int(out.GetTurns()), out.GetEpoch()
-				if u := out.GetUsage(); u != nil {
-					res.Usage = model.Usage{Input: u.GetInput(), Output: u.GetOutput(), CacheRead: u.GetCacheRead(), CacheWrite: u.GetCacheWrite(), Incomplete: u.GetIncomplete()}
-				}
+			case ipc.Outcome:
+				res.Status, res.Reason, res.Text = m.Status, m.Reason, m.Text
+				res.Turns, res.Epoch, res.Usage = m.Turns, m.Epoch, m.Usage
+				res.Health, res.Capped = m.Health, m.Capped
 				cancelChildren(errors.New("the parent attempt ended"))
+				if sent.CompareAndSwap(false, true) {
+					if err := w.Send(ipc.Ack{}); err != nil {
+						o.cfg.Logger.Debug("Ack not sent", "agent", ar.label, "err", err)
+					}
+				}
+				tasks.Wait()
+				stopReceiving()
+				w.Close()
 				return res
 			}
 		case err := <-recvErr:
 			cancelChildren(errors.New("the parent worker died"))
-			res.Status, res.Reason = ipc.StatusCrash, o.deathReason(c, cmd, err)
+			res.Status, res.Reason = ipc.StatusCrash, o.deathReason(w, err)
 			if cancelStatus != "" {
 				res.Status = cancelStatus
 			}
+			tasks.Wait()
+			w.Kill()
 			return res
 		case <-done:
 			done = nil
@@ -201,14 +222,14 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 		case <-timeoutC:
 			cancel(ipc.StatusTimeout, fmt.Sprintf("timed out after %s", timeout))
 		case <-grace:
-			c.Kill()
+			w.Kill()
 			res.Status = cancelStatus
 			res.Reason = fmt.Sprintf("%s; the worker did not stop within %s of the cancel, so its process group was killed", cancelReason, o.cfg.Grace)
 			return res
 		case <-hung.C:
 			st, err := lease.Probe(spec.Transcript)
 			if err == nil && st.State == lease.Hung && cancelStatus == "" {
-				o.emit(ar.label, ar.sessionID, "warning", map[string]any{"text": fmt.Sprintf("worker pid %d is hung (heartbeat %s ago); cancelling it", res.Pid, st.HeartbeatAge.Round(time.Millisecond))})
+				o.pub.emit(ar.label, ar.sessionID, event.Warning{Text: fmt.Sprintf("worker pid %d is hung (heartbeat %s ago); cancelling it", res.Pid, st.HeartbeatAge.Round(time.Millisecond))})
 				cancel(ipc.StatusCrash, fmt.Sprintf("the worker hung (no heartbeat for %s)", st.HeartbeatAge.Round(time.Millisecond)))
 			}
 		}
@@ -217,55 +238,25 @@ func (o *Orchestrator) runAttempt(ctx context.Context, ar *agentRun, spec ipc.At
 
 // deathReason explains a worker whose stream broke before its outcome,
 // naming the signal that killed it when there was one.
-func (o *Orchestrator) deathReason(c *ipc.Client, cmd *exec.Cmd, streamErr error) string {
-	deadline := time.Now().Add(3 * time.Second)
-	for !c.Exited() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if c.Exited() && cmd.ProcessState != nil {
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-			switch {
-			case ws.Signaled():
-				return fmt.Sprintf("the worker process (pid %d) was killed by signal %s", cmd.ProcessState.Pid(), unix.SignalName(ws.Signal()))
-			case ws.Exited():
-				return fmt.Sprintf("the worker process (pid %d) exited with status %d before reporting an outcome", cmd.ProcessState.Pid(), ws.ExitStatus())
-			}
-		}
-	}
-	if p, err := os.FindProcess(c.Pid()); err == nil && p.Signal(syscall.Signal(0)) != nil {
-		return fmt.Sprintf("the worker process (pid %d) died: %v", c.Pid(), streamErr)
+func (o *Orchestrator) deathReason(w Worker, streamErr error) string {
+	if st, ok := w.Exit(3 * time.Second); ok {
+		return st.describe(w.Pid())
 	}
 	return fmt.Sprintf("lost the worker's stream: %v", streamErr)
 }
 
-// forward re-emits a worker event under the agent's label.
-func (o *Orchestrator) forward(ar *agentRun, ev *pb.Event) {
-	fields := map[string]any{}
-	if len(ev.GetData()) > 0 {
-		if err := json.Unmarshal(ev.GetData(), &fields); err != nil {
-			fields = map[string]any{"raw": string(ev.GetData())}
-		}
-	}
-	fields["workerSeq"] = ev.GetSeq()
-	o.emit(ar.label, ar.sessionID, ev.GetType(), fields)
-}
-
-// labelTaskCalls gives each task call of an assistant message its child
-// label, in call order. The worker streams the message before it runs the
-// calls, so the labels are known before the task requests arrive.
-func labelTaskCalls(ar *agentRun, ev *pb.Event, labels map[string]string) {
-	if ev.GetType() != "message" {
+// noteTaskCalls gives each task call of an assistant message its child
+// label and its ticket in the window, in call order. The worker streams the
+// message before it runs the calls, so both are known before the task
+// requests arrive, whatever order those arrive in.
+func (o *Orchestrator) noteTaskCalls(ar *agentRun, body event.Event, calls map[string]taskCall) {
+	m, ok := body.(event.Message)
+	if !ok || m.Message.Role != model.RoleAssistant {
 		return
 	}
-	var body struct {
-		Message model.Message `json:"message"`
-	}
-	if json.Unmarshal(ev.GetData(), &body) != nil || body.Message.Role != model.RoleAssistant {
-		return
-	}
-	for _, c := range body.Message.ToolCalls {
+	for _, c := range m.Message.ToolCalls {
 		if c.Name == "task" {
-			labels[c.ID] = ar.nextChildLabel()
+			calls[c.ID] = taskCall{id: c.ID, label: ar.nextChildLabel(), ticket: o.pub.ticket()}
 		}
 	}
 }

@@ -62,15 +62,6 @@ func childSystem(parent string, profileBody string, worktreeNotice string) strin
 	return b.String()
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // worktreeNotice tells a worktree child where it works. Launch and resume
 // must build the same text, or a resume would see system drift.
 func worktreeNotice(path, branch, baseline, parentCwd string) string {

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,11 +11,12 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/taskargs"
 	"github.com/inkdev/ink/worktree"
 )
 
@@ -24,371 +24,225 @@ import (
 // refused (version-drift).
 var InkVersion = "0.1.0-dev"
 
-// TaskArgs are the arguments of a `task` call (DESIGN.md §4). Pointer
-// fields distinguish absent from zero: with Resume, Agent and Worktree are
-// refused by presence.
-type TaskArgs struct {
-	Prompt    string  `json:"prompt"`
-	Agent     *string `json:"agent,omitempty"`
-	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
-	Worktree  *bool   `json:"worktree,omitempty"`
-	Resume    *string `json:"resume,omitempty"`
-}
+// TaskArgs are the arguments of a `task` call (package taskargs).
+type TaskArgs = taskargs.Args
 
-// ParseTaskArgs decodes and checks task arguments; the error says what was
-// wrong and how to fix it.
-func ParseTaskArgs(raw json.RawMessage) (TaskArgs, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return TaskArgs{}, fmt.Errorf("task arguments must be a JSON object: %v", err)
-	}
-	for k := range probe {
-		switch k {
-		case "prompt", "agent", "timeoutMs", "worktree", "resume":
-		default:
-			return TaskArgs{}, fmt.Errorf("task: unknown argument %q; the arguments are prompt, agent, timeoutMs, worktree, resume", k)
-		}
-	}
-	var a TaskArgs
-	if t, ok := probe["timeoutMs"]; ok {
-		var n json.Number
-		if len(t) == 0 || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
-			return TaskArgs{}, fmt.Errorf("task: timeoutMs must be an integer number of milliseconds ≥ 1000, got %s", t)
-		}
-		dec := json.NewDecoder(bytes.NewReader(t))
-		dec.UseNumber()
-		if err := dec.Decode(&n); err != nil {
-			return TaskArgs{}, fmt.Errorf("task: timeoutMs must be an integer number of milliseconds ≥ 1000, got %s", t)
-		}
-		v, err := n.Int64()
-		if err != nil || v < 1000 {
-			return TaskArgs{}, fmt.Errorf("task: timeoutMs must be an integer number of milliseconds ≥ 1000, got %s", t)
-		}
-		a.TimeoutMs = &v
-		delete(probe, "timeoutMs")
-	}
-	rest, _ := json.Marshal(probe)
-	if err := json.Unmarshal(rest, &a); err != nil {
-		return TaskArgs{}, fmt.Errorf("task: bad argument types: %v (prompt, agent and resume are strings, worktree is a boolean)", err)
-	}
-	if strings.TrimSpace(a.Prompt) == "" {
-		return TaskArgs{}, fmt.Errorf("task: prompt is blank; give the child a self-contained instruction")
-	}
-	if a.Resume != nil {
-		if a.Agent != nil {
-			return TaskArgs{}, fmt.Errorf("task: agent cannot be given with resume (a resumed child keeps its agent); drop agent")
-		}
-		if a.Worktree != nil {
-			return TaskArgs{}, fmt.Errorf("task: worktree cannot be given with resume (a resumed child keeps its worktree); drop worktree")
-		}
-		if !session.ValidID(*a.Resume) {
-			return TaskArgs{}, fmt.Errorf("task: resume %q is not a child session id (ids use only a-z, 0-9 and '-'). Start a new task instead.", *a.Resume)
-		}
-	}
-	if a.Agent != nil && strings.TrimSpace(*a.Agent) == "" {
-		return TaskArgs{}, fmt.Errorf("task: agent is blank; omit it or name a profile")
-	}
-	return a, nil
-}
+// ParseTaskArgs decodes and checks task arguments with the rules every
+// front end shares (taskargs.Parse).
+func ParseTaskArgs(raw json.RawMessage) (TaskArgs, error) { return taskargs.Parse(raw) }
 
 // taskAnswer is a composed task result plus its TaskRecord.
 type taskAnswer struct {
 	Content string
 	IsError bool
 	Record  session.TaskRecord
-	Child   *agentRun // nil when no child transcript exists
 	Result  attemptResult
 }
 
-func (t taskAnswer) pb() *pb.TaskAnswer {
-	rec, _ := json.Marshal(t.Record)
-	return &pb.TaskAnswer{Content: t.Content, IsError: t.IsError, Record: rec}
+func (t taskAnswer) ipc() ipc.TaskAnswer {
+	rec := t.Record
+	return ipc.TaskAnswer{Content: t.Content, IsError: t.IsError, Record: &rec}
 }
 
 // handleTask answers a worker's task request.
-func (o *Orchestrator) handleTask(ctx context.Context, parent *agentRun, req *pb.TaskRequest, label string) *pb.TaskAnswer {
-	args, err := ParseTaskArgs(req.GetArgs())
+func (o *Orchestrator) handleTask(ctx context.Context, parent *agentRun, call taskCall, raw json.RawMessage) ipc.TaskAnswer {
+	args, err := taskargs.Parse(raw)
 	if err != nil {
-		return o.reject(parent, req.GetToolCallId(), TaskArgs{}, err.Error()).pb()
+		return o.reject(parent, call, TaskArgs{}, err.Error()).ipc()
 	}
-	return o.task(ctx, parent, req.GetToolCallId(), args, label).pb()
+	return o.task(ctx, parent, call, args).ipc()
 }
 
-// reject composes a rejection: nothing was launched and nothing changed.
-func (o *Orchestrator) reject(parent *agentRun, callID string, args TaskArgs, reason string) taskAnswer {
+// reject composes a rejection — nothing was launched and nothing changed —
+// and reports it as the call's task.end.
+func (o *Orchestrator) reject(parent *agentRun, call taskCall, args TaskArgs, reason string) taskAnswer {
 	rec := session.TaskRecord{
-		Version: 1, AttemptID: session.NewID(), TaskToolCallID: callID, ParentSessionID: parent.sessionID,
-		Launched: false, Cwd: parent.cwd, Status: "rejected", Reason: clip(reason, 300),
+		Version: 1, AttemptID: session.NewID(), TaskToolCallID: call.id, ParentSessionID: parent.sessionID,
+		Launched: false, Cwd: parent.cwd, Status: StatusRejected, Reason: clip(reason, session.MaxReasonRunes),
 	}
 	if args.Agent != nil {
 		rec.Agent = *args.Agent
 	}
-	if args.Resume != nil {
-		rec.ChildID = ""
-	}
+	o.pub.emit(call.label, parent.sessionID, event.TaskEnd{Status: StatusRejected, Reason: reason, ToolCallID: call.id})
 	return taskAnswer{Content: reason, IsError: true, Record: rec}
 }
 
-// task launches (or resumes) the child of one task call and waits for it;
-// label is the child's display label (parent label + "/" + ordinal).
-func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string, args TaskArgs, label string) taskAnswer {
+// task launches (or resumes) the child of one task call and waits for it.
+func (o *Orchestrator) task(ctx context.Context, parent *agentRun, call taskCall, args TaskArgs) taskAnswer {
 	if args.Resume != nil {
-		return o.resume(ctx, parent, callID, args, label)
+		return o.resume(ctx, parent, call, args)
 	}
-	if parent.depth+1 > o.cfg.MaxDepth {
-		return o.reject(parent, callID, args, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth))
+	plan, reason := o.planChild(ctx, parent, args)
+	if reason != "" {
+		return o.reject(parent, call, args, reason)
 	}
+	return o.launchChild(ctx, parent, call, args, plan)
+}
 
-	// 1. Agent profile.
-	var prof *agents.Profile
+// childPlan is a new child that passed every check before any side effect:
+// its profile, binding and tool pool.
+type childPlan struct {
+	profile  *agents.Profile
+	binding  model.Binding
+	tools    []string
+	worktree bool
+}
+
+// planChild runs the checks of a new child in their documented order —
+// depth, agent profile, model binding, worktree request, tool pool — and
+// returns the first refusal, or "" and the plan.
+func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args TaskArgs) (childPlan, string) {
+	var plan childPlan
+	if parent.depth+1 > o.cfg.MaxDepth {
+		return plan, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth)
+	}
 	if args.Agent != nil {
 		p, err := o.profile(*args.Agent)
 		if err != nil {
-			return o.reject(parent, callID, args, err.Error())
+			return plan, err.Error()
 		}
-		prof = &p
+		plan.profile = &p
 	}
-	// 2. Model binding.
-	binding := parent.binding
-	if prof != nil {
-		b, err := profileBinding(*prof, parent.binding)
+	plan.binding = parent.binding
+	if prof := plan.profile; prof != nil {
+		b, err := o.profileBinding(*prof, parent.binding)
 		if err != nil {
-			return o.reject(parent, callID, args, "task: "+err.Error())
+			return plan, "task: " + err.Error()
 		}
 		if b.Provider != "script" && b != parent.binding {
 			// The profile's own provider must be usable (its key set)
 			// before anything is created for the child.
-			if _, err := providers.Open(b, os.Getenv); err != nil {
-				return o.reject(parent, callID, args, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source))
+			if _, err := providers.Open(b, o.getenv); err != nil {
+				return plan, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source)
 			}
 		}
-		binding = b
-	}
-	childID := session.NewID()
-	// 3. Worktree.
-	wantWT := false
-	if prof != nil && prof.Worktree != nil {
-		wantWT = *prof.Worktree
+		plan.binding = b
+		if prof.Worktree != nil {
+			plan.worktree = *prof.Worktree
+		}
 	}
 	if args.Worktree != nil {
-		wantWT = *args.Worktree
+		plan.worktree = *args.Worktree
 	}
+	if plan.worktree {
+		if _, err := worktree.Detect(ctx, parent.cwd); err != nil {
+			return plan, fmt.Sprintf("task: %v", err)
+		}
+	}
+	pool, err := o.childTools(parent, plan.profile)
+	if err != nil {
+		return plan, err.Error()
+	}
+	plan.tools = pool
+	return plan, ""
+}
+
+// launchChild makes a new child's worktree (when asked) and transcript spec
+// and runs its first attempt.
+func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call taskCall, args TaskArgs, plan childPlan) taskAnswer {
+	childID := session.NewID()
 	cwd, root := parent.cwd, parent.root
 	var wt *worktree.Record
-	if wantWT {
+	if plan.worktree {
 		repo, err := worktree.Detect(ctx, parent.cwd)
+		if err == nil {
+			var rec worktree.Record
+			rec, err = worktree.Create(ctx, repo, o.cfg.InkHome, childID, os.Getpid())
+			wt = &rec
+		}
 		if err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: %v", err))
+			return o.reject(parent, call, args, fmt.Sprintf("task: %v (or retry the task without worktree)", err))
 		}
-		rec, err := worktree.Create(ctx, repo, o.cfg.InkHome, childID, os.Getpid())
-		if err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: %v (or retry the task without worktree)", err))
-		}
-		wt = &rec
-		cwd, root = rec.Cwd, rec.Path
+		cwd, root = wt.Cwd, wt.Path
 	}
-	rollback := func(reason string) taskAnswer {
-		ans := o.reject(parent, callID, args, reason)
-		if wt != nil {
-			if err := worktree.Remove(context.Background(), *wt); err != nil {
-				ans.Content += fmt.Sprintf("\n[task] the worktree made for this task could not be removed: %v", err)
-			}
-		}
-		return ans
-	}
-	// 4. Tool pool.
-	pool, err := o.childTools(parent, prof)
-	if err != nil {
-		return rollback(err.Error())
-	}
-	// 5. Transcript, launch record, system prompt.
 	notice := ""
 	if wt != nil {
 		notice = worktreeNotice(wt.Path, wt.Branch, wt.Baseline, parent.cwd)
 	}
-	body := ""
-	if prof != nil {
-		body = prof.Body
+	body, agentName := "", ""
+	if plan.profile != nil {
+		body, agentName = plan.profile.Body, plan.profile.Name
 	}
 	system := childSystem(parent.system, body, notice)
-	sorted := append([]string(nil), pool...)
-	sort.Strings(sorted)
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
-		Binding: binding, Cwd: cwd, Tools: sorted,
+		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
 		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
 		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth,
 	}
-	agentName := ""
-	if prof != nil {
-		agentName = prof.Name
-		launch.Agent = &session.AgentRef{Name: prof.Name, Source: prof.Source, RoleSHA256: prof.RoleSHA256}
+	if p := plan.profile; p != nil {
+		launch.Agent = &session.AgentRef{Name: p.Name, Source: p.Source, RoleSHA256: p.RoleSHA256}
 	}
 	if wt != nil {
 		launch.Worktree = &session.WorktreeRef{RepoRoot: wt.RepoRoot, Baseline: wt.Baseline, Path: wt.Path, Branch: wt.Branch, CreationReflog: wt.CreationReflog}
 	}
 	child := &agentRun{
-		label: label, sessionID: childID,
-		transcript: session.ChildPath(parent.transcript, childID),
-		depth:      parent.depth + 1, binding: binding, system: system, files: parent.files, tools: pool,
+		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
+		depth: parent.depth + 1, binding: plan.binding, system: system, files: parent.files, tools: plan.tools,
 		cwd: cwd, root: root, agent: agentName,
 	}
-	timeout := o.timeoutFor(args, prof)
 	spec := ipc.AttemptSpec{
 		InkHome: o.cfg.InkHome, Transcript: child.transcript,
 		Create:    &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch},
 		AttemptID: session.NewID(), SessionID: childID, Agent: agentName, Label: child.label,
-		Binding: binding, System: system, Tools: pool, Cwd: cwd, Root: root, Prompt: args.Prompt,
+		Binding: plan.binding, System: system, Tools: plan.tools, Cwd: cwd, Root: root, Prompt: args.Prompt,
 		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval,
 	}
-	if prof != nil {
-		spec.Thinking = prof.Thinking
+	if plan.profile != nil {
+		spec.Thinking = plan.profile.Thinking
 	}
-	return o.runChild(ctx, parent, child, callID, args, spec, timeout, wt, false)
+	return o.runChild(ctx, childEnd{
+		parent: parent, child: child, call: call, args: args, spec: spec,
+		timeout: o.timeoutFor(args, plan.profile), wt: wt,
+	})
 }
 
 // runChild runs one attempt of a child inside the window and composes the
-// answer. resumed children keep their worktree whatever its state.
-func (o *Orchestrator) runChild(ctx context.Context, parent, child *agentRun, callID string, args TaskArgs, spec ipc.AttemptSpec, timeout time.Duration, wt *worktree.Record, resumed bool) taskAnswer {
-	wtField := ""
-	if wt != nil {
-		wtField = wt.Path
-	}
-	if parent.onLaunch != nil {
-		if err := parent.onLaunch(); err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: %v", err))
+// answer. A resumed child keeps its worktree whatever its state.
+func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
+	if e.parent.onLaunch != nil {
+		if err := e.parent.onLaunch(); err != nil {
+			ans := o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: %v", err))
+			if e.wt != nil && !e.resumed {
+				_, _, lines := o.settleWorktree(*e.wt, false, false)
+				ans.Content += "\n" + strings.Join(lines, "\n")
+			}
+			return ans
 		}
 	}
 	// A new worktree is locked from its creation; a resumed one is locked
 	// again, so that no prune or `ink worktrees rm` takes it from under the
 	// worker. settleWorktree unlocks it after the attempt.
-	if wt != nil && resumed {
-		if info, err := worktree.Find(ctx, o.cfg.InkHome, wt.ChildID()); err == nil && info.Locked && info.LockPIDAlive && info.LockPID != os.Getpid() {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: the worktree %s is in use by process %d (%s); resume it once that process has ended. Start a new task instead.", wt.Path, info.LockPID, info.LockReason))
+	if e.wt != nil && e.resumed {
+		if info, err := worktree.Find(ctx, o.cfg.InkHome, e.wt.ChildID()); err == nil && info.Locked && info.LockPIDAlive && info.LockPID != os.Getpid() {
+			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: the worktree %s is in use by process %d (%s); resume it once that process has ended. Start a new task instead.", e.wt.Path, info.LockPID, info.LockReason))
 		}
-		if err := worktree.Lock(ctx, *wt, fmt.Sprintf("ink %s pid %d", child.sessionID, os.Getpid())); err != nil {
-			return o.reject(parent, callID, args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", wt.Path, err))
+		if err := worktree.Lock(ctx, *e.wt, fmt.Sprintf("ink %s pid %d", e.child.sessionID, os.Getpid())); err != nil {
+			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
-	base := map[string]any{"childId": child.sessionID, "agentName": child.agent, "child": child.label, "toolCallId": callID}
-	release, err := o.acquireSlot(ctx, parent.label, parent.sessionID, base)
-	if err != nil {
-		res := attemptResult{AttemptID: spec.AttemptID, Status: ipc.StatusAborted, Reason: fmt.Sprintf("cancelled while queued: %v", err)}
-		return o.finish(parent, child, callID, args, spec, res, timeout, wt, resumed, false)
-	}
-	res := o.runAttempt(ctx, child, spec, timeout, func(pid int) {
-		f := copyFields(base)
-		f["worktree"], f["attemptId"], f["pid"], f["resumed"] = wtField, spec.AttemptID, pid, resumed
-		o.emit(child.label, child.sessionID, "task.start", f)
+	release, err := o.window.acquire(ctx, e.call.ticket, func() {
+		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id})
 	})
-	o.usage.add(child.label, res.Usage)
+	if err != nil {
+		return o.finish(e, attemptResult{AttemptID: e.spec.AttemptID, Status: ipc.StatusAborted, Reason: fmt.Sprintf("cancelled while queued: %v", err)})
+	}
 	// The slot is held until task.end is out, so the events never show
 	// more children than the window.
 	defer release()
-	return o.finish(parent, child, callID, args, spec, res, timeout, wt, resumed, true)
-}
-
-// finish assesses the worktree, composes the result and the TaskRecord, and
-// emits task.end.
-func (o *Orchestrator) finish(parent, child *agentRun, callID string, args TaskArgs, spec ipc.AttemptSpec, res attemptResult, timeout time.Duration, wt *worktree.Record, resumed, started bool) taskAnswer {
-	if res.Status == ipc.StatusRefused {
-		ans := o.reject(parent, callID, args, fmt.Sprintf("task: %s. Start a new task instead.", res.Reason))
-		ans.Record.ChildID = child.sessionID
-		// A worktree made for this attempt goes with it when clean. A
-		// resumed child's lock is left as it is: another attempt may be
-		// running there (a dead pid in it counts as no lock).
-		if wt != nil && !resumed {
-			_, _, lines := o.settleWorktree(*wt, false, false)
-			ans.Content += "\n" + strings.Join(lines, "\n")
-		}
-		o.emit(child.label, child.sessionID, "task.end", map[string]any{"childId": child.sessionID, "status": "rejected", "reason": res.Reason, "toolCallId": callID})
-		return ans
+	wtPath := ""
+	if e.wt != nil {
+		wtPath = e.wt.Path
 	}
-	_, statErr := os.Stat(child.transcript)
-	present := statErr == nil
-	rec := session.TaskRecord{
-		Version: 1, AttemptID: spec.AttemptID, TaskToolCallID: callID, ParentSessionID: parent.sessionID,
-		ChildID: child.sessionID, Launched: res.Launched, Agent: child.agent, Binding: &child.binding,
-		Cwd: child.cwd, Tools: sortedCopy(child.tools), Status: res.Status, Reason: clip(res.Reason, 300),
-		Turns: res.Turns, TextPresent: strings.TrimSpace(res.Text) != "",
-	}
-	if timeout > 0 {
-		rec.TimeoutMs = timeout.Milliseconds()
-	}
-	u := res.Usage
-	rec.Usage = &u
-	if present {
-		rec.Transcript = &session.TranscriptRef{Present: true, Path: child.transcript}
-	} else {
-		why := "no-content"
-		if !started {
-			why = "not-started"
-		}
-		rec.Transcript = &session.TranscriptRef{Present: false, Why: why}
-	}
-	var wtLines []string
-	if wt != nil {
-		// A child that did not complete can be resumed in its worktree, so
-		// even a clean one is kept for that.
-		disp, detail, lines := o.settleWorktree(*wt, resumed, present && res.Status != ipc.StatusCompleted)
-		wtLines = lines
-		rec.Worktree = &session.WorktreeOutcome{Path: wt.Path, Branch: wt.Branch, Disposition: disp, Detail: clip(detail, 300)}
-	}
-	in := resultInput{
-		Status: res.Status, Reason: res.Reason, Text: res.Text, Turns: res.Turns, Usage: res.Usage,
-		Timeout: timeout.String(), ChildID: child.sessionID, Prompt: args.Prompt, WorktreeLines: wtLines,
-	}
-	if present {
-		in.Transcript = child.transcript
-	}
-	if resumed {
-		in.ExtraLines = append(in.ExtraLines, o.lifetimeLine(child.transcript)...)
-	}
-	content, isErr := composeResult(in)
-	end := map[string]any{
-		"childId": child.sessionID, "status": res.Status, "reason": res.Reason, "turns": res.Turns,
-		"usage": res.Usage, "transcript": child.transcript, "toolCallId": callID, "attemptId": spec.AttemptID,
-	}
-	if rec.Worktree != nil {
-		end["worktree"] = rec.Worktree
-	}
-	o.emit(child.label, child.sessionID, "task.end", end)
-	return taskAnswer{Content: content, IsError: isErr, Record: rec, Child: child, Result: res}
-}
-
-// settleWorktree unlocks a child's worktree after an attempt (its worker is
-// gone), assesses it, and removes it only when it is clean, the child was
-// not resumed and cannot be resumed (it completed). The returned line tells
-// the user what happened to it and why.
-func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition, detail string, lines []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := worktree.Unlock(ctx, rec); err != nil {
-		o.cfg.Logger.Warn("Worktree unlock failed", "path", rec.Path, "err", err)
-	}
-	if resumed || resumable {
-		a := worktree.Assess(ctx, rec)
-		switch {
-		case a.State == worktree.Clean && resumed:
-			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
-				"[task] no changes since baseline %s; worktree %s and branch %s kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm %s`)",
-				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
-		case a.State == worktree.Clean:
-			return "kept-resumable", "no changes; kept so that the child can be resumed in it", []string{fmt.Sprintf(
-				"[task] no changes since baseline %s; worktree %s and branch %s kept so that the child can be resumed in it (`ink worktrees prune` removes it once it is not needed)",
-				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch)}
-		case a.State == worktree.WorkPresent:
-			return worktree.DispositionKeptWork, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
-		default:
-			return worktree.DispositionKeptUnknown, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
-		}
-	}
-	out := worktree.Settle(ctx, rec)
-	detail = out.Assessment.Detail
-	if out.Disposition == worktree.DispositionRemovalFailed {
-		detail = out.Text
-	}
-	return out.Disposition, detail, []string{"[task] " + out.Text}
+	res := o.supervise(ctx, e.child, e.spec, e.timeout, func(pid int) {
+		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
+			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
+			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed,
+		})
+	})
+	o.usage.add(e.child.label, res.Usage)
+	e.started = true
+	return o.finish(e, res)
 }
 
 // childTools is the child's pool: the parent's tools minus task (unless the
@@ -444,6 +298,14 @@ func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]str
 		prof.Name, strings.Join(unknown, ", "), strings.Join(why, "; "), avail, prof.Source)
 }
 
+// profileSet is the current agent profiles, or nil.
+func (o *Orchestrator) profileSet() *agents.Set {
+	if o.cfg.Profiles == nil {
+		return nil
+	}
+	return o.cfg.Profiles.Current()
+}
+
 // profile looks a profile up by name in the current profiles (hot reload:
 // every task sees the latest good version). The error says what is
 // available, or why the name is missing and how to fix it.
@@ -458,7 +320,7 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 // profileBinding resolves a profile's model against its parent's binding
 // (agents.ResolveModel) and gives it its effective endpoint. A relative
 // script:PATH is read from the profile's own directory, and must exist.
-func profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, error) {
+func (o *Orchestrator) profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, error) {
 	b, err := agents.ResolveModel(prof, parent)
 	if err != nil {
 		return model.Binding{}, err
@@ -471,11 +333,12 @@ func profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, e
 			return model.Binding{}, fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
 		}
 	}
-	return providers.Resolve(b, os.Getenv), nil
+	return providers.Resolve(b, o.getenv), nil
 }
 
-// timeoutFor applies DESIGN.md §4 precedence: call > profile > --task-timeout
-// > default (none on a terminal, 60 min headless).
+// timeoutFor applies the timeout precedence: the call's timeoutMs, else the
+// profile's timeout:, else --task-timeout, else none on a terminal and 60
+// minutes headless.
 func (o *Orchestrator) timeoutFor(args TaskArgs, prof *agents.Profile) time.Duration {
 	switch {
 	case args.TimeoutMs != nil:
@@ -504,18 +367,11 @@ func sortedCopy(s []string) []string {
 	return out
 }
 
-func copyFields(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m)+4)
-	for k, v := range m {
-		out[k] = v
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
 	}
-	return out
-}
-
-// usageOf returns u or the zero usage.
-func usageOf(u *model.Usage) model.Usage {
-	if u == nil {
-		return model.Usage{}
-	}
-	return *u
+	return false
 }

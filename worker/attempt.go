@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
@@ -37,6 +37,8 @@ type outcome struct {
 	Turns  int
 	Usage  model.Usage
 	Epoch  int64
+	Health []string
+	Capped string
 }
 
 // stopReason is the first reason an attempt was asked to stop; later ones
@@ -51,23 +53,40 @@ func (s *stopReason) set(status, reason string) {
 	s.once.Do(func() { s.status, s.reason = status, reason })
 }
 
+// hostConn is the worker's end of the attempt stream (*ipc.WorkerStream).
+type hostConn interface {
+	Send(ipc.WorkerMsg) error
+	Recv() (ipc.HostMsg, error)
+}
+
 // attempt runs one attempt of one agent on one stream.
 type attempt struct {
 	spec   ipc.AttemptSpec
-	stream pb.Worker_AttemptServer
+	stream hostConn
 	log    *slog.Logger
 
-	sendMu sync.Mutex
-	seq    atomic.Uint64
+	seq atomic.Uint64
 
 	cancel context.CancelCauseFunc
 	stop   stopReason
 
 	pendingMu sync.Mutex
-	pending   map[string]chan *pb.TaskAnswer
+	pending   map[string]chan ipc.TaskAnswer
 	nextCorr  atomic.Uint64
 
-	redact *redaction
+	// acked is closed when the host acknowledges the outcome.
+	acked   chan struct{}
+	ackOnce sync.Once
+	redact  *redaction
+}
+
+// newAttempt prepares the attempt of sp on stream; its log lines have the
+// attempt's secrets redacted.
+func newAttempt(sp ipc.AttemptSpec, stream hostConn, log *slog.Logger) *attempt {
+	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{})}
+	a.redact = newRedaction(sp, func(text string) { a.event(event.Warning{Text: text}) })
+	a.log = slog.New(secret.LogHandler(log.Handler(), a.redact.r)).With("session", sp.SessionID, "attempt", sp.AttemptID, "agent", sp.Label)
+	return a
 }
 
 // newRedaction builds the attempt's redaction from its spec: its own
@@ -91,22 +110,15 @@ func (a *attempt) getenv(k string) string {
 
 // send writes one message to the host; after the host is gone it fails
 // quietly, since the receiver goroutine has already stopped the attempt.
-func (a *attempt) send(m *pb.WorkerMsg) {
-	a.sendMu.Lock()
-	defer a.sendMu.Unlock()
+func (a *attempt) send(m ipc.WorkerMsg) {
 	if err := a.stream.Send(m); err != nil {
 		a.log.Debug("Send to host failed", "err", err)
 	}
 }
 
-// event streams one numbered event with a JSON body.
-func (a *attempt) event(typ string, body any) {
-	data, err := json.Marshal(body)
-	if err != nil {
-		a.log.Error("Event encode failed", "type", typ, "err", err)
-		return
-	}
-	a.send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: a.seq.Add(1), Type: typ, Data: data}}})
+// event streams one numbered event.
+func (a *attempt) event(body event.Event) {
+	a.send(ipc.Event{Seq: a.seq.Add(1), Body: body})
 }
 
 // receive reads host messages until the stream ends: cancels stop the
@@ -123,28 +135,28 @@ func (a *attempt) receive(ctx context.Context) {
 			a.cancel(errHostLost)
 			return
 		}
-		switch {
-		case m.GetCancel() != nil:
-			c := m.GetCancel()
-			status := c.GetStatus()
+		switch m := m.(type) {
+		case ipc.Cancel:
+			status := m.Status
 			if status != ipc.StatusTimeout {
 				status = ipc.StatusAborted
 			}
-			reason := c.GetReason()
+			reason := m.Reason
 			if reason == "" {
 				reason = "cancelled by the supervisor"
 			}
 			a.stop.set(status, reason)
 			a.cancel(errors.New(reason))
-		case m.GetAnswer() != nil:
-			ans := m.GetAnswer()
+		case ipc.TaskAnswer:
 			a.pendingMu.Lock()
-			ch := a.pending[ans.GetCorrelationId()]
-			delete(a.pending, ans.GetCorrelationId())
+			ch := a.pending[m.CorrelationID]
+			delete(a.pending, m.CorrelationID)
 			a.pendingMu.Unlock()
 			if ch != nil {
-				ch <- ans
+				ch <- m
 			}
+		case ipc.Ack:
+			a.ackOnce.Do(func() { close(a.acked) })
 		}
 	}
 }
@@ -153,14 +165,18 @@ func (a *attempt) receive(ctx context.Context) {
 // and waits for the answer.
 func (a *attempt) RunTask(ctx context.Context, callID string, args json.RawMessage) tools.Result {
 	corr := fmt.Sprintf("%s-%d", a.spec.AttemptID, a.nextCorr.Add(1))
-	ch := make(chan *pb.TaskAnswer, 1)
+	ch := make(chan ipc.TaskAnswer, 1)
 	a.pendingMu.Lock()
 	a.pending[corr] = ch
 	a.pendingMu.Unlock()
-	a.send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Task{Task: &pb.TaskRequest{CorrelationId: corr, ToolCallId: callID, Args: args}}})
+	a.send(ipc.TaskRequest{CorrelationID: corr, ToolCallID: callID, Args: args})
 	select {
 	case ans := <-ch:
-		return tools.Result{Content: ans.GetContent(), IsError: ans.GetIsError(), Record: ans.GetRecord()}
+		res := tools.Result{Content: ans.Content, IsError: ans.IsError}
+		if ans.Record != nil {
+			res.Record, _ = json.Marshal(ans.Record)
+		}
+		return res
 	case <-ctx.Done():
 		a.pendingMu.Lock()
 		delete(a.pending, corr)
@@ -200,7 +216,10 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err != nil {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
-		if errors.Is(err, lease.ErrBusy) || errors.Is(err, lease.ErrBadLeaseFile) {
+		if errors.Is(err, lease.ErrBusy) {
+			return outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()}
+		}
+		if errors.Is(err, lease.ErrBadLeaseFile) {
 			return outcome{Status: ipc.StatusRefused, Reason: err.Error()}
 		}
 		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
@@ -235,7 +254,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if _, err := w.AppendMessage(prompt); err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
 	}
-	a.event("message", messageEvent{Message: prompt})
+	a.event(event.Message{Message: prompt})
 	history = append(history, prompt)
 
 	pool, err := a.toolPool()
@@ -274,7 +293,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 				return fmt.Errorf("transcript write: %w", err)
 			}
 			l.Progress()
-			a.event("message", messageEvent{Message: m})
+			a.event(event.Message{Message: m})
 			return nil
 		},
 		OnEvent: a.loopEvent(l),
@@ -349,7 +368,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 	}
 	if len(sp.ExpectHeader) > 0 {
 		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
-			return refuse("the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
+			return refuse("header-changed: the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
 		}
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
@@ -358,7 +377,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 	answers := danglingAnswers(msgs, sp.Answers)
 	scan := session.ScanPairs(append(append([]model.Message(nil), msgs...), answers...))
 	if scan.State == session.Refused {
-		return refuse("the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
+		return refuse("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
 	}
 	if (tr.Torn != nil || scan.State == session.Repairable) && !sp.Repair {
 		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
@@ -385,7 +404,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 		msgs = append(msgs, m)
 	}
 	if len(repairs) > 0 {
-		a.event("warning", warningEvent{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
+		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
 	}
 	return w, msgs, nil
 }
@@ -477,38 +496,22 @@ func (a *attempt) toolPool() ([]tools.Tool, error) {
 func (a *attempt) loopEvent(l *lease.Lease) func(loop.Event) {
 	return func(e loop.Event) {
 		switch e.Type {
-		case "turn.start":
+		case loop.EventTurnStart:
 			l.Progress()
-			a.event("turn.start", map[string]any{"turn": e.Turn})
-		case "delta":
+			a.event(event.TurnStart{Turn: e.Turn})
+		case loop.EventDelta:
 			if e.Delta != nil && e.Delta.Type == "retry" {
-				a.event("warning", warningEvent{Text: a.redact.text(e.Delta.Text, "a provider warning")})
+				a.event(event.Warning{Text: a.redact.text(e.Delta.Text, "a provider warning")})
 			}
-		case "tool.start":
+		case loop.EventToolStart:
 			if e.Call != nil {
-				a.event("tool.start", toolEvent{ID: e.Call.ID, Name: e.Call.Name, Args: e.Call.Args})
+				a.event(event.ToolStart{ID: e.Call.ID, Name: e.Call.Name, Args: e.Call.Args})
 			}
-		case "tool.end":
+		case loop.EventToolEnd:
 			l.Progress()
 			if e.Call != nil && e.Result != nil {
-				a.event("tool.end", toolEvent{ID: e.Call.ID, Name: e.Call.Name, IsError: e.Result.IsError, DurationMs: e.Duration.Milliseconds()})
+				a.event(event.ToolEnd{ID: e.Call.ID, Name: e.Call.Name, IsError: e.Result.IsError, DurationMs: e.Duration.Milliseconds()})
 			}
 		}
 	}
-}
-
-type messageEvent struct {
-	Message model.Message `json:"message"`
-}
-
-type warningEvent struct {
-	Text string `json:"text"`
-}
-
-type toolEvent struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	IsError    bool            `json:"isError,omitempty"`
-	DurationMs int64           `json:"durationMs,omitempty"`
 }

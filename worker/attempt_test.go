@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,21 +12,22 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
 
-// fakeStream records what the attempt sends to its host.
+// fakeStream records what the attempt sends to its host; the host sends
+// nothing.
 type fakeStream struct {
-	pb.Worker_AttemptServer
-	sent []*pb.WorkerMsg
+	sent []ipc.WorkerMsg
 }
 
-func (f *fakeStream) Send(m *pb.WorkerMsg) error {
+func (f *fakeStream) Send(m ipc.WorkerMsg) error {
 	f.sent = append(f.sent, m)
 	return nil
 }
+
+func (f *fakeStream) Recv() (ipc.HostMsg, error) { return nil, io.EOF }
 
 // transcript writes a transcript with msgs and returns its path, header and
 // bytes.
@@ -50,9 +52,9 @@ func transcript(t *testing.T, msgs ...model.Message) (string, session.Header, []
 	return path, h, data
 }
 
-func newAttempt(spec ipc.AttemptSpec) (*attempt, *fakeStream) {
+func testAttempt(spec ipc.AttemptSpec) (*attempt, *fakeStream) {
 	s := &fakeStream{}
-	return &attempt{spec: spec, stream: s, log: slog.New(slog.DiscardHandler)}, s
+	return newAttempt(spec, s, slog.New(slog.DiscardHandler)), s
 }
 
 func call(id, name string) model.ToolCall {
@@ -89,7 +91,7 @@ func TestOpenTranscriptRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path, h, before := transcript(t, c.msgs...)
-			a, _ := newAttempt(c.spec(h, path))
+			a, _ := testAttempt(c.spec(h, path))
 			w, _, refused := a.openTranscript(nil)
 			if w != nil {
 				w.Close()
@@ -116,7 +118,7 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	)
 	hdr, _ := json.Marshal(h)
 	ans := ipc.Answer{Message: result("t2", "task", "child two's answer"), TaskRecord: json.RawMessage(`{"version":1,"childId":"kid2","status":"completed"}`)}
-	a, stream := newAttempt(ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true, Answers: []ipc.Answer{ans}})
+	a, stream := testAttempt(ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true, Answers: []ipc.Answer{ans}})
 	w, history, refused := a.openTranscript(nil)
 	if refused != nil {
 		t.Fatalf("refused: %+v", refused)
@@ -151,7 +153,10 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	if len(history) != 5 {
 		t.Fatalf("history has %d messages, want 5", len(history))
 	}
-	if len(stream.sent) != 1 || stream.sent[0].GetEvent().GetType() != "warning" {
+	if len(stream.sent) != 1 {
+		t.Fatalf("want one warning event, got %v", stream.sent)
+	}
+	if ev, ok := stream.sent[0].(ipc.Event); !ok || ev.Body.Kind() != "warning" {
 		t.Fatalf("want one warning event, got %v", stream.sent)
 	}
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/ipc/pb"
-	"github.com/inkdev/ink/secret"
 )
 
 // LogEnv names the environment variable through which the orchestrator
@@ -24,28 +21,35 @@ const LogEnv = "INK_WORKER_LOG"
 // never sends one has gone away.
 const idleLimit = 2 * time.Minute
 
-// Main serves one attempt and exits the process. It is the whole of the
-// hidden `ink worker` command. It never writes to stdout or stderr after the
-// go-plugin handshake: everything goes to the log file.
+// ackWait bounds how long a worker waits for the host to acknowledge its
+// Outcome before it ends the attempt anyway.
+const ackWait = 10 * time.Second
+
+// Main serves one attempt and returns, which ends the process. It is the
+// whole of the hidden `ink worker` command. It never writes to stdout or
+// stderr after the go-plugin handshake: everything goes to the log file.
+//
+// The attempt's end is a handshake, not a timer: the worker sends its
+// Outcome, the host acknowledges it, ends the stream and shuts the worker
+// down, and Serve returns. A host that is lost instead ends the stream
+// with an error, which also makes Serve return. Only a host that never
+// sends an attempt is given up on, after idleLimit.
 func Main() {
 	logger, closeLog := openLog()
 	defer closeLog()
 	h := &handler{log: logger, done: make(chan struct{})}
 	go func() {
+		t := time.NewTimer(idleLimit)
+		defer t.Stop()
 		select {
 		case <-h.done:
-			// Let gRPC flush the outcome before the process goes.
-			time.Sleep(200 * time.Millisecond)
-		case <-time.After(idleLimit):
-			if h.started() {
-				<-h.done
-				time.Sleep(200 * time.Millisecond)
-			} else {
+		case <-t.C:
+			if !h.started() {
 				logger.Warn("No attempt arrived; exiting")
+				closeLog()
+				os.Exit(0)
 			}
 		}
-		closeLog()
-		os.Exit(0)
 	}()
 	ipc.Serve(h, logger)
 }
@@ -86,7 +90,7 @@ func (h *handler) started() bool {
 var _ ipc.Handler = (*handler)(nil)
 
 // Attempt implements ipc.Handler.
-func (h *handler) Attempt(stream pb.Worker_AttemptServer) error {
+func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	h.mu.Lock()
 	if h.busy {
 		h.mu.Unlock()
@@ -100,30 +104,30 @@ func (h *handler) Attempt(stream pb.Worker_AttemptServer) error {
 	if err != nil {
 		return fmt.Errorf("attempt: waiting for run: %w", err)
 	}
-	run := first.GetRun()
-	if run == nil {
-		return fmt.Errorf("attempt: the first message must be run")
+	run, ok := first.(ipc.Run)
+	if !ok {
+		return fmt.Errorf("attempt: the first message must be run, got %T", first)
 	}
-	var sp ipc.AttemptSpec
-	if err := json.Unmarshal(run.GetSpec(), &sp); err != nil {
-		return fmt.Errorf("attempt: decode spec: %w", err)
-	}
+	sp := run.Spec
 	if err := sp.Validate(); err != nil {
 		return err
 	}
-	a := &attempt{spec: sp, stream: stream, pending: map[string]chan *pb.TaskAnswer{}}
-	a.redact = newRedaction(sp, func(text string) { a.event("warning", warningEvent{Text: text}) })
-	log := slog.New(secret.LogHandler(h.log.Handler(), a.redact.r)).With("session", sp.SessionID, "attempt", sp.AttemptID, "agent", sp.Label)
-	a.log = log
-	log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
+	a := newAttempt(sp, stream, h.log)
+	a.log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
 	out := a.run(stream.Context())
-	log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns)
-	u := out.Usage
-	a.send(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Outcome{Outcome: &pb.Outcome{
-		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: int64(out.Turns),
-		AttemptId: sp.AttemptID, Epoch: out.Epoch,
-		Usage: &pb.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Incomplete: u.Incomplete},
-	}}})
+	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns)
+	a.send(ipc.Outcome{
+		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: out.Turns, Usage: out.Usage,
+		AttemptID: sp.AttemptID, Epoch: out.Epoch, Health: out.Health, Capped: out.Capped,
+	})
+	t := time.NewTimer(ackWait)
+	defer t.Stop()
+	select {
+	case <-a.acked:
+	case <-stream.Context().Done():
+	case <-t.C:
+		a.log.Warn("The host did not acknowledge the outcome; ending the attempt", "waited", ackWait.String())
+	}
 	return nil
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/console"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -16,10 +16,10 @@ func newDemoCmd(g *globals) *cobra.Command {
 		Short: "Offline walk-through: a main agent and three child processes on a scratch repository (no API key)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			display := orchestrator.NewDisplay(os.Stderr, isTerminal(os.Stderr))
+			display := console.NewDisplay(os.Stderr, isTerminal(os.Stderr))
 			ctx, stop := interruptible(context.Background(), func() {})
 			defer stop()
-			err := orchestrator.Demo(ctx, orchestrator.DemoOptions{Keep: keep, Out: os.Stdout, Sink: display.Handle, Environ: os.Environ()})
+			err := console.Demo(ctx, console.DemoOptions{Keep: keep, Out: os.Stdout, Sink: display.Handle, Environ: os.Environ()})
 			display.Close()
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}

@@ -30,7 +30,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	inkBin = filepath.Join(dir, "ink")
-	build := exec.Command("go", "build", "-o", inkBin, ".")
+	// Under `go test -cover` the binary is built with coverage too, and
+	// every process it runs (workers included) writes its counters to
+	// GOCOVERDIR, so the process tests count towards every package they
+	// reach (add -coverpkg=./... to see them).
+	args := []string{"build", "-o", inkBin}
+	if testing.CoverMode() != "" {
+		args = append(args, "-cover", "-covermode="+testing.CoverMode())
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build ink:", err)
@@ -107,6 +115,9 @@ func newEnv(t *testing.T) *env {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(root, "home"), "INK_HOME=" + e.home,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=ink test", "GIT_AUTHOR_EMAIL=test@ink.invalid",
 		"GIT_COMMITTER_NAME=ink test", "GIT_COMMITTER_EMAIL=test@ink.invalid", "LANG=C.UTF-8",
+	}
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		e.vars = append(e.vars, "GOCOVERDIR="+d)
 	}
 	return e
 }

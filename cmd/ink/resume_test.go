@@ -438,18 +438,22 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if !strings.HasPrefix(stdout, "resumed and finished\n") || strings.Contains(stdout, "first attempt") {
 		t.Fatalf("resume result:\n%s", stdout)
 	}
-	if !strings.Contains(stdout, "(child lifetime: 2 attempts, ≥7 in / ≥3 out)") || !strings.Contains(stdout, "(child: 1 turns, 7 in / 3 out)") {
+	if !strings.Contains(stdout, "(child lifetime: 2 attempts, ≥7 in / ≥3 out)") || !strings.Contains(stdout, "(child: 1 turn, 7 in / 3 out)") {
 		t.Fatalf("resume result lacks this attempt's trailer or the lifetime line:\n%s", stdout)
 	}
 	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
 		t.Fatalf("the recorded bash call ran again: count file %q", data)
 	}
 
+	// Two shell sessions, newest first: the resume's own, which records
+	// the second attempt, and the one that launched and owns the child,
+	// which the resume never wrote.
 	list, _ := session.ListSessions(e.home, e.dir)
-	if len(list) != 1 {
-		t.Fatalf("want the one shell session, got %d", len(list))
+	if len(list) != 2 {
+		t.Fatalf("want two shell sessions (the launch's and the resume's), got %d", len(list))
 	}
-	children, _ := session.ListChildren(list[0].Path)
+	owner, resumer := list[1], list[0]
+	children, _ := session.ListChildren(owner.Path)
 	if len(children) != 1 || children[0].ID != id || children[0].Attempts != 2 || children[0].LastStatus != "completed" {
 		t.Fatalf("children %+v, want one child with 2 attempts", children)
 	}
@@ -473,9 +477,12 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if got := strings.Join(roles, ","); got != "user,assistant,toolResult(unknown),user,assistant" {
 		t.Fatalf("child history %s", got)
 	}
-	recs := shellRecords(t, e, list[0].Path)
+	if kids, _ := session.ListChildren(resumer.Path); len(kids) != 0 {
+		t.Fatalf("the resume's session owns children %+v", kids)
+	}
+	recs := append(shellRecords(t, e, owner.Path), shellRecords(t, e, resumer.Path)...)
 	if len(recs) != 2 {
-		t.Fatalf("want 2 TaskRecords, got %d", len(recs))
+		t.Fatalf("want one TaskRecord in each session, got %d", len(recs))
 	}
 	if recs[1].ChildID != id || recs[1].AttemptID == recs[0].AttemptID || recs[1].Status != "completed" || !recs[1].Launched {
 		t.Fatalf("second TaskRecord %+v (first %+v)", recs[1], recs[0])
@@ -647,7 +654,7 @@ func TestResumeConcurrent(t *testing.T) {
 	if !strings.HasPrefix(win.stdout.String(), "I won\n") {
 		t.Fatalf("winner stdout %q", win.stdout.String())
 	}
-	m := regexp.MustCompile(`pid (\d+)`).FindStringSubmatch(lose.stderr.String())
+	m := regexp.MustCompile(`still-running: .*pid (\d+)`).FindStringSubmatch(lose.stderr.String())
 	if m == nil || !strings.Contains(lose.stderr.String(), "still-running") || !strings.Contains(lose.stderr.String(), "Start a new task instead.") {
 		t.Fatalf("the loser does not say the child is busy, naming the holder pid:\n%s", lose.stderr.String())
 	}
@@ -762,7 +769,7 @@ func TestRunSessionAfterHostLoss(t *testing.T) {
 	if len(results) != 2 {
 		t.Fatalf("main results %q", results)
 	}
-	if !strings.Contains(results[0], "task interrupted after 1 turns: host lost") || !strings.Contains(results[0], "child session id: "+childID) {
+	if !strings.Contains(results[0], "task interrupted after 1 turn: host lost") || !strings.Contains(results[0], "child session id: "+childID) {
 		t.Fatalf("the interrupted task call was answered with %q", results[0])
 	}
 	if !strings.HasPrefix(results[1], "job finished after the resume\n") {
@@ -859,7 +866,7 @@ func TestRunSessionAnswersFromChild(t *testing.T) {
 		}
 		found = true
 		r := m.Results[0]
-		if r.IsError || !strings.Contains(r.Content, "quick report ✓\n") || !strings.Contains(r.Content, "(child: 1 turns, 40 in / 4 out)") {
+		if r.IsError || !strings.Contains(r.Content, "quick report ✓\n") || !strings.Contains(r.Content, "(child: 1 turn, 40 in / 4 out)") {
 			t.Fatalf("the quick child's call was answered with %+v", r)
 		}
 		if rec.Status != "completed" || !rec.Launched || rec.Turns != 1 || rec.Usage == nil || rec.Usage.Input != 40 || !rec.TextPresent {
@@ -1079,7 +1086,9 @@ func TestResumeRefusesBrokenHistory(t *testing.T) {
 
 // TestResumeRunChildFromShell: a child launched by `ink run` can be
 // continued from the shell with `ink task --resume`; its parent is found
-// by default and the child runs in its own transcript again.
+// by default and the child runs in its own transcript again. The resume is
+// recorded in a shell session of its own: the main session, which only its
+// own worker writes, is left byte for byte as it was.
 func TestResumeRunChildFromShell(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -1102,16 +1111,25 @@ func TestResumeRunChildFromShell(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr.String())
 	}
-	childID := ofType(events(t, p.stdout.Bytes()), "task.end")[0]["childId"].(string)
+	evs := events(t, p.stdout.Bytes())
+	childID := ofType(evs, "task.end")[0]["childId"].(string)
+	mainPath := ofType(evs, "run.start")[0]["transcript"].(string)
+	mainBefore, _ := os.ReadFile(mainPath)
 	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", childID, "look again")
 	if code != 0 || !strings.HasPrefix(stdout, "looked again\n") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	list, _ := session.ListSessions(e.home, e.dir)
-	if len(list) != 1 {
-		t.Fatalf("the resume made a new session: %+v", list)
+	if after, _ := os.ReadFile(mainPath); !bytes.Equal(after, mainBefore) {
+		t.Fatalf("the shell resume wrote into the main session:\n%s", after)
 	}
-	children, _ := session.ListChildren(list[0].Path)
+	list, _ := session.ListSessions(e.home, e.dir)
+	if len(list) != 2 || list[1].Path != mainPath {
+		t.Fatalf("want the main session and the resume's shell session, got %+v", list)
+	}
+	if recs := shellRecords(t, e, list[0].Path); len(recs) != 1 || recs[0].ChildID != childID || recs[0].Status != "completed" {
+		t.Fatalf("the shell session's records %+v, want the resume's", recs)
+	}
+	children, _ := session.ListChildren(mainPath)
 	if len(children) != 1 || children[0].Attempts != 2 || children[0].LastStatus != "completed" {
 		t.Fatalf("children %+v", children)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 
+	"github.com/inkdev/ink/console"
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/orchestrator"
 )
 
@@ -11,7 +13,7 @@ import (
 // display and the cleanups.
 type runEnv struct {
 	orc     *orchestrator.Orchestrator
-	display *orchestrator.Display
+	display *console.Display
 	close   func()
 }
 
@@ -46,11 +48,11 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		return nil, err
 	}
 	log, closeLog := logger(home)
-	display := orchestrator.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
+	display := console.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
 	sink := display.Handle
 	if g.json {
-		jl := orchestrator.JSONLines(os.Stdout)
-		sink = func(e orchestrator.Event) { jl(e); display.Handle(e) }
+		jl := console.JSONLines(os.Stdout)
+		sink = func(e event.Envelope) { jl(e); display.Handle(e) }
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	cfg := orchestrator.Config{

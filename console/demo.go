@@ -1,4 +1,4 @@
-package orchestrator
+package console
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
 )
@@ -28,10 +30,10 @@ var demoFiles = map[string]string{
 
 // DemoOptions configure Demo.
 type DemoOptions struct {
-	Dir     string      // where to build the demo; default a new temp dir
-	Keep    bool        // keep the directory afterwards
-	Out     io.Writer   // the report (stdout)
-	Sink    func(Event) // progress (the display)
+	Dir     string               // where to build the demo; default a new temp dir
+	Keep    bool                 // keep the directory afterwards
+	Out     io.Writer            // the report (stdout)
+	Sink    func(event.Envelope) // progress (the display)
 	Environ []string
 	Exe     string
 }
@@ -65,7 +67,7 @@ func Demo(ctx context.Context, opts DemoOptions) error {
 	if err := os.WriteFile(scriptPath, demoScript, 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	o, err := New(Config{
+	o, err := orchestrator.New(orchestrator.Config{
 		InkHome: home, Cwd: repo, Exe: opts.Exe, Binding: model.Binding{Provider: "script", Model: scriptPath},
 		MaxParallel: 8, MaxDepth: 1, Environ: append(opts.Environ, "INK_HOME="+home), Sink: opts.Sink,
 	})
@@ -74,7 +76,7 @@ func Demo(ctx context.Context, opts DemoOptions) error {
 	}
 	out := opts.Out
 	fmt.Fprintf(out, "ink demo: a main agent and three children, each its own process, on a scratch repository\n  repository: %s\n  ink home:   %s\n  model:      the offline script model (no API key)\n\n", repo, home)
-	res, err := o.Run(ctx, RunOptions{Prompt: "Look around this repository: list TODOs and tests, and fix the bug in calc.Add without touching my checkout."})
+	res, err := o.Run(ctx, orchestrator.RunOptions{Prompt: "Look around this repository: list TODOs and tests, and fix the bug in calc.Add without touching my checkout."})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ type WorkerClient interface {
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*InfoReply, error)
 	// Attempt runs one attempt: the host sends Run first, then Cancel or
 	// TaskAnswer messages; the worker streams events and task requests and
-	// ends with exactly one Outcome.
+	// ends with exactly one Outcome, which the host acknowledges with Ack
+	// before it ends the stream.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostMsg, WorkerMsg], error)
 }
 
@@ -77,7 +78,8 @@ type WorkerServer interface {
 	Info(context.Context, *InfoRequest) (*InfoReply, error)
 	// Attempt runs one attempt: the host sends Run first, then Cancel or
 	// TaskAnswer messages; the worker streams events and task requests and
-	// ends with exactly one Outcome.
+	// ends with exactly one Outcome, which the host acknowledges with Ack
+	// before it ends the stream.
 	Attempt(grpc.BidiStreamingServer[HostMsg, WorkerMsg]) error
 	mustEmbedUnimplementedWorkerServer()
 }

@@ -127,6 +127,7 @@ type HostMsg struct {
 	//	*HostMsg_Run
 	//	*HostMsg_Cancel
 	//	*HostMsg_Answer
+	//	*HostMsg_Ack
 	Msg           isHostMsg_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -196,6 +197,15 @@ func (x *HostMsg) GetAnswer() *TaskAnswer {
 	return nil
 }
 
+func (x *HostMsg) GetAck() *Ack {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMsg_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
 type isHostMsg_Msg interface {
 	isHostMsg_Msg()
 }
@@ -212,14 +222,57 @@ type HostMsg_Answer struct {
 	Answer *TaskAnswer `protobuf:"bytes,3,opt,name=answer,proto3,oneof"`
 }
 
+type HostMsg_Ack struct {
+	Ack *Ack `protobuf:"bytes,4,opt,name=ack,proto3,oneof"`
+}
+
 func (*HostMsg_Run) isHostMsg_Msg() {}
 
 func (*HostMsg_Cancel) isHostMsg_Msg() {}
 
 func (*HostMsg_Answer) isHostMsg_Msg() {}
 
-// Run starts the attempt. spec is the JSON attempt spec defined by the
-// worker package (transcript path, header, binding, tools, prompt, ...).
+func (*HostMsg_Ack) isHostMsg_Msg() {}
+
+// Ack tells the worker that its Outcome arrived: it may exit.
+type Ack struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ack) Reset() {
+	*x = Ack{}
+	mi := &file_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ack) ProtoMessage() {}
+
+func (x *Ack) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ack.ProtoReflect.Descriptor instead.
+func (*Ack) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{3}
+}
+
+// Run starts the attempt. spec is the JSON of ipc.AttemptSpec (transcript
+// path, header, binding, tools, prompt, credentials, ...).
 type Run struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          []byte                 `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -229,7 +282,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +294,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +307,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{3}
+	return file_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Run) GetSpec() []byte {
@@ -276,7 +329,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +341,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +354,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{4}
+	return file_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Cancel) GetStatus() string {
@@ -332,7 +385,7 @@ type TaskAnswer struct {
 
 func (x *TaskAnswer) Reset() {
 	*x = TaskAnswer{}
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +397,7 @@ func (x *TaskAnswer) String() string {
 func (*TaskAnswer) ProtoMessage() {}
 
 func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +410,7 @@ func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAnswer.ProtoReflect.Descriptor instead.
 func (*TaskAnswer) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{5}
+	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskAnswer) GetCorrelationId() string {
@@ -402,7 +455,7 @@ type WorkerMsg struct {
 
 func (x *WorkerMsg) Reset() {
 	*x = WorkerMsg{}
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +467,7 @@ func (x *WorkerMsg) String() string {
 func (*WorkerMsg) ProtoMessage() {}
 
 func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +480,7 @@ func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMsg.ProtoReflect.Descriptor instead.
 func (*WorkerMsg) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{6}
+	return file_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WorkerMsg) GetMsg() isWorkerMsg_Msg {
@@ -490,9 +543,9 @@ func (*WorkerMsg_Outcome) isWorkerMsg_Msg() {}
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	// type: "message", "tool.start", "tool.end", "warning", "progress", ...
+	// type is the event's kind ("message", "tool.start", ...: package event).
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	// data is the event's JSON body.
+	// data is the JSON of the event's fields.
 	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -500,7 +553,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +565,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +578,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{7}
+	return file_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -562,7 +615,7 @@ type TaskRequest struct {
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +627,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +640,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{8}
+	return file_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskRequest) GetCorrelationId() string {
@@ -624,7 +677,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +689,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +702,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{9}
+	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Usage) GetInput() int64 {
@@ -694,18 +747,23 @@ type Outcome struct {
 	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// text is this attempt's final assistant text (attempt-scoped).
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
-	Turns         int64  `protobuf:"varint,4,opt,name=turns,proto3" json:"turns,omitempty"`
-	Usage         *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
-	AttemptId     string `protobuf:"bytes,6,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
-	Epoch         int64  `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Text      string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Turns     int64  `protobuf:"varint,4,opt,name=turns,proto3" json:"turns,omitempty"`
+	Usage     *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	AttemptId string `protobuf:"bytes,6,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Epoch     int64  `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// health holds the attempt's health observations, one line each.
+	Health []string `protobuf:"bytes,8,rep,name=health,proto3" json:"health,omitempty"`
+	// capped says why the attempt was wrapped up early ("turns", "budget"),
+	// or is empty.
+	Capped        string `protobuf:"bytes,9,opt,name=capped,proto3" json:"capped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +775,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +788,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{10}
+	return file_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Outcome) GetStatus() string {
@@ -782,6 +840,20 @@ func (x *Outcome) GetEpoch() int64 {
 	return 0
 }
 
+func (x *Outcome) GetHealth() []string {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+func (x *Outcome) GetCapped() string {
+	if x != nil {
+		return x.Capped
+	}
+	return ""
+}
+
 var File_worker_proto protoreflect.FileDescriptor
 
 const file_worker_proto_rawDesc = "" +
@@ -793,12 +865,14 @@ const file_worker_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vink_version\x18\x02 \x01(\tR\n" +
 	"inkVersion\x12\x10\n" +
-	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\x95\x01\n" +
+	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\xba\x01\n" +
 	"\aHostMsg\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.ink.ipc.v1.RunH\x00R\x03run\x12,\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x12.ink.ipc.v1.CancelH\x00R\x06cancel\x120\n" +
-	"\x06answer\x18\x03 \x01(\v2\x16.ink.ipc.v1.TaskAnswerH\x00R\x06answerB\x05\n" +
-	"\x03msg\"\x19\n" +
+	"\x06answer\x18\x03 \x01(\v2\x16.ink.ipc.v1.TaskAnswerH\x00R\x06answer\x12#\n" +
+	"\x03ack\x18\x04 \x01(\v2\x0f.ink.ipc.v1.AckH\x00R\x03ackB\x05\n" +
+	"\x03msg\"\x05\n" +
+	"\x03Ack\"\x19\n" +
 	"\x03Run\x12\x12\n" +
 	"\x04spec\x18\x01 \x01(\fR\x04spec\"8\n" +
 	"\x06Cancel\x12\x16\n" +
@@ -833,7 +907,7 @@ const file_worker_proto_rawDesc = "" +
 	"cacheWrite\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\x05 \x01(\bR\n" +
-	"incomplete\"\xc1\x01\n" +
+	"incomplete\"\xf1\x01\n" +
 	"\aOutcome\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -842,10 +916,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x05usage\x18\x05 \x01(\v2\x11.ink.ipc.v1.UsageR\x05usage\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x14\n" +
-	"\x05epoch\x18\a \x01(\x03R\x05epoch2{\n" +
+	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x16\n" +
+	"\x06health\x18\b \x03(\tR\x06health\x12\x16\n" +
+	"\x06capped\x18\t \x01(\tR\x06capped2{\n" +
 	"\x06Worker\x126\n" +
 	"\x04Info\x12\x17.ink.ipc.v1.InfoRequest\x1a\x15.ink.ipc.v1.InfoReply\x129\n" +
-	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01B\x1eZ\x1cgithub.com/inkdev/ink/ipc/pbb\x06proto3"
+	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01B'Z%github.com/inkdev/ink/ipc/internal/pbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once
@@ -859,37 +935,39 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_worker_proto_goTypes = []any{
 	(*InfoRequest)(nil), // 0: ink.ipc.v1.InfoRequest
 	(*InfoReply)(nil),   // 1: ink.ipc.v1.InfoReply
 	(*HostMsg)(nil),     // 2: ink.ipc.v1.HostMsg
-	(*Run)(nil),         // 3: ink.ipc.v1.Run
-	(*Cancel)(nil),      // 4: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),  // 5: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),   // 6: ink.ipc.v1.WorkerMsg
-	(*Event)(nil),       // 7: ink.ipc.v1.Event
-	(*TaskRequest)(nil), // 8: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),       // 9: ink.ipc.v1.Usage
-	(*Outcome)(nil),     // 10: ink.ipc.v1.Outcome
+	(*Ack)(nil),         // 3: ink.ipc.v1.Ack
+	(*Run)(nil),         // 4: ink.ipc.v1.Run
+	(*Cancel)(nil),      // 5: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),  // 6: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),   // 7: ink.ipc.v1.WorkerMsg
+	(*Event)(nil),       // 8: ink.ipc.v1.Event
+	(*TaskRequest)(nil), // 9: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),       // 10: ink.ipc.v1.Usage
+	(*Outcome)(nil),     // 11: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	3,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	4,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	5,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	7,  // 3: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	8,  // 4: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	10, // 5: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	9,  // 6: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	0,  // 7: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	2,  // 8: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	1,  // 9: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	6,  // 10: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	9,  // [9:11] is the sub-list for method output_type
-	7,  // [7:9] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	4,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	5,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	6,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	3,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	8,  // 4: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	9,  // 5: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	11, // 6: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	10, // 7: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	0,  // 8: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	2,  // 9: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	1,  // 10: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	7,  // 11: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	10, // [10:12] is the sub-list for method output_type
+	8,  // [8:10] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -901,8 +979,9 @@ func file_worker_proto_init() {
 		(*HostMsg_Run)(nil),
 		(*HostMsg_Cancel)(nil),
 		(*HostMsg_Answer)(nil),
+		(*HostMsg_Ack)(nil),
 	}
-	file_worker_proto_msgTypes[6].OneofWrappers = []any{
+	file_worker_proto_msgTypes[7].OneofWrappers = []any{
 		(*WorkerMsg_Event)(nil),
 		(*WorkerMsg_Task)(nil),
 		(*WorkerMsg_Outcome)(nil),
@@ -913,7 +992,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,4 +1,9 @@
-package orchestrator
+// Package console owns what ink shows people and scripts while it runs:
+// the live rows and plain lines on stderr ([Display]), the `--json` event
+// stream on stdout ([JSONLines]) and the offline walk-through of `ink demo`
+// ([Demo]). It reads the supervisor's events (package event) and never
+// changes what the agents do.
+package console
 
 import (
 	"encoding/json"
@@ -9,20 +14,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 )
 
 // JSONLines returns a sink that writes each event as one JSON line to w
-// (the `--json` stream). It is safe for concurrent use.
-func JSONLines(w io.Writer) func(Event) {
+// (the `--json` stream). After a write fails (stdout closed early) it
+// writes nothing more. It is safe for concurrent use.
+func JSONLines(w io.Writer) func(event.Envelope) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return func(e Event) {
+	broken := false
+	return func(e event.Envelope) {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = enc.Encode(e)
+		if broken {
+			return
+		}
+		if err := enc.Encode(e); err != nil {
+			broken = true
+		}
 	}
 }
 
@@ -101,12 +115,12 @@ func (d *Display) rowFor(label string) *row {
 }
 
 // worktreeSummary tells, on a child's end line, what became of its worktree.
-func worktreeSummary(w *session.WorktreeOutcome, childID any) string {
+func worktreeSummary(w *session.WorktreeOutcome, childID string) string {
 	switch w.Disposition {
 	case "removed":
 		return "; worktree removed (no changes)"
 	case "kept-work":
-		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %v`)", w.Branch, w.Path, childID)
+		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %s`)", w.Branch, w.Path, childID)
 	case "kept-resumed", "kept-resumable":
 		return fmt.Sprintf("; worktree kept (no changes) on branch %s at %s for the child's resume", w.Branch, w.Path)
 	case "kept-unknown":
@@ -117,71 +131,73 @@ func worktreeSummary(w *session.WorktreeOutcome, childID any) string {
 }
 
 // Handle consumes one event.
-func (d *Display) Handle(e Event) {
+func (d *Display) Handle(e event.Envelope) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	line := ""
-	switch e.Type {
-	case "run.start":
+	switch b := e.Body.(type) {
+	case event.RunStart:
 		r := d.rowFor(e.Agent)
 		r.status = "running"
-		line = fmt.Sprintf("%s started (session %s, model %v)", e.Agent, e.Session, e.Fields["model"])
-	case "task.queued":
-		child, _ := e.Fields["child"].(string)
-		r := d.rowFor(child)
+		line = fmt.Sprintf("%s started (session %s, model %s)", e.Agent, e.Session, b.Model)
+	case event.TaskQueued:
+		r := d.rowFor(b.Child)
 		r.queued, r.status = true, "queued"
-		line = fmt.Sprintf("%s queued: the window of parallel children is full", child)
-	case "task.start":
+		line = fmt.Sprintf("%s queued: the window of parallel children is full", b.Child)
+	case event.TaskStart:
 		r := d.rowFor(e.Agent)
 		r.queued, r.status, r.start = false, "running", time.Now()
-		r.agent, _ = e.Fields["agentName"].(string)
+		r.agent = b.AgentName
 		extra := ""
-		if wt, _ := e.Fields["worktree"].(string); wt != "" {
-			extra = " in worktree " + wt
+		if b.Worktree != "" {
+			extra = " in worktree " + b.Worktree
 		}
-		line = fmt.Sprintf("%s started%s (pid %v, child %v%s)", e.Agent, agentSuffix(r.agent), e.Fields["pid"], e.Fields["childId"], extra)
-	case "turn.start":
+		line = fmt.Sprintf("%s started%s (pid %d, child %s%s)", e.Agent, agentSuffix(r.agent), b.Pid, b.ChildID, extra)
+	case event.TurnStart:
+		d.rowFor(e.Agent).turns = b.Turn
+	case event.Message:
 		r := d.rowFor(e.Agent)
-		if t, ok := e.Fields["turn"].(float64); ok {
-			r.turns = int(t)
-		}
-	case "message":
-		r := d.rowFor(e.Agent)
-		if u := usageField(e.Fields); u != nil {
+		if u := b.Message.Usage; u != nil {
 			r.usage = r.usage.Add(*u)
 		}
-	case "tool.start":
+	case event.ToolStart:
 		r := d.rowFor(e.Agent)
-		name, _ := e.Fields["name"].(string)
-		r.lastTool = name
+		r.lastTool = b.Name
 		if !d.live {
-			line = fmt.Sprintf("%s %s %s", e.Agent, name, argSummary(e.Fields["args"]))
+			line = fmt.Sprintf("%s %s %s", e.Agent, b.Name, argSummary(b.Args))
 		}
-	case "task.end":
+	case event.Compaction:
+		line = fmt.Sprintf("%s compacted its history (%s tokens before) to fit its model's context window", e.Agent, orchestrator.CompactTokens(b.TokensBefore))
+	case event.TaskEnd:
 		r := d.rowFor(e.Agent)
-		r.status, _ = e.Fields["status"].(string)
-		if t, ok := e.Fields["turns"].(int); ok {
-			r.turns = t
+		r.status = b.Status
+		if b.Status == orchestrator.StatusRejected {
+			line = fmt.Sprintf("%s rejected: %s", e.Agent, firstLine(b.Reason))
+			break
 		}
-		if u, ok := e.Fields["usage"].(model.Usage); ok {
-			r.usage = u
+		r.turns = b.Turns
+		if b.Usage != nil {
+			r.usage = *b.Usage
 		}
-		line = fmt.Sprintf("%s %s after %s: %d turns, %s in / %s out", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond), r.turns, CompactTokens(r.usage.Input), CompactTokens(r.usage.Output))
-		if reason, _ := e.Fields["reason"].(string); reason != "" && r.status != "completed" {
-			line += " — " + reason
+		line = fmt.Sprintf("%s %s after %s: %s, %s in / %s out", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond), orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output))
+		if b.Reason != "" && r.status != orchestrator.StatusCompleted {
+			line += " — " + b.Reason
 		}
-		if w, ok := e.Fields["worktree"].(*session.WorktreeOutcome); ok && w != nil {
-			line += worktreeSummary(w, e.Fields["childId"])
+		if b.Worktree != nil {
+			line += worktreeSummary(b.Worktree, b.ChildID)
 		}
-	case "warning":
-		line = fmt.Sprintf("%s warning: %v", e.Agent, e.Fields["text"])
+	case event.Warning:
+		line = fmt.Sprintf("%s warning: %s", e.Agent, b.Text)
 		if e.Agent == "ink" { // not tied to one agent (profile reloads)
-			line = fmt.Sprintf("warning: %v", e.Fields["text"])
+			line = fmt.Sprintf("warning: %s", b.Text)
 		}
-	case "run.end":
+	case event.RunEnd:
 		r := d.rowFor(e.Agent)
-		r.status, _ = e.Fields["status"].(string)
+		r.status = b.Status
 		line = fmt.Sprintf("%s %s after %s", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond))
+		if b.Rejected > 0 {
+			line += fmt.Sprintf(" (%d task call(s) rejected)", b.Rejected)
+		}
 	}
 	if line == "" {
 		return
@@ -220,7 +236,7 @@ func (d *Display) redraw() {
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, CompactTokens(r.usage.Input), CompactTokens(r.usage.Output), r.lastTool)
+		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
 		d.drawn++
 	}
 }
@@ -232,26 +248,15 @@ func agentSuffix(a string) string {
 	return " as " + a
 }
 
-func usageField(f map[string]any) *model.Usage {
-	m, ok := f["message"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	u, ok := m["usage"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	num := func(k string) int64 {
-		v, _ := u[k].(float64)
-		return int64(v)
-	}
-	return &model.Usage{Input: num("input"), Output: num("output"), CacheRead: num("cacheRead"), CacheWrite: num("cacheWrite")}
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // argSummary shortens tool arguments for a one-line display.
-func argSummary(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok {
+func argSummary(raw json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
 		return ""
 	}
 	for _, k := range []string{"command", "pattern", "path", "prompt"} {
@@ -261,4 +266,16 @@ func argSummary(v any) string {
 		}
 	}
 	return ""
+}
+
+// firstRunes returns the first n code points of s, with "…" when cut.
+func firstRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos] + "…"
+		}
+		i++
+	}
+	return s
 }

@@ -1,0 +1,116 @@
+package ipc
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/ipc/internal/pb"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// This file is the only one that turns ipc's typed messages into protobuf
+// and back.
+
+func hostToPB(m HostMsg) (*pb.HostMsg, error) {
+	switch v := m.(type) {
+	case Run:
+		spec, err := json.Marshal(v.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("encode run: %w", err)
+		}
+		return &pb.HostMsg{Msg: &pb.HostMsg_Run{Run: &pb.Run{Spec: spec}}}, nil
+	case Cancel:
+		return &pb.HostMsg{Msg: &pb.HostMsg_Cancel{Cancel: &pb.Cancel{Status: v.Status, Reason: v.Reason}}}, nil
+	case TaskAnswer:
+		var rec []byte
+		if v.Record != nil {
+			b, err := json.Marshal(v.Record)
+			if err != nil {
+				return nil, fmt.Errorf("encode task record: %w", err)
+			}
+			rec = b
+		}
+		return &pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{
+			CorrelationId: v.CorrelationID, Content: v.Content, IsError: v.IsError, Record: rec,
+		}}}, nil
+	case Ack:
+		return &pb.HostMsg{Msg: &pb.HostMsg_Ack{Ack: &pb.Ack{}}}, nil
+	}
+	return nil, fmt.Errorf("ipc: cannot send %T to a worker", m)
+}
+
+func hostFromPB(m *pb.HostMsg) (HostMsg, error) {
+	switch v := m.GetMsg().(type) {
+	case *pb.HostMsg_Run:
+		var spec AttemptSpec
+		if err := json.Unmarshal(v.Run.GetSpec(), &spec); err != nil {
+			return nil, fmt.Errorf("decode run: %w", err)
+		}
+		return Run{Spec: spec}, nil
+	case *pb.HostMsg_Cancel:
+		return Cancel{Status: v.Cancel.GetStatus(), Reason: v.Cancel.GetReason()}, nil
+	case *pb.HostMsg_Answer:
+		a := TaskAnswer{CorrelationID: v.Answer.GetCorrelationId(), Content: v.Answer.GetContent(), IsError: v.Answer.GetIsError()}
+		if raw := v.Answer.GetRecord(); len(raw) > 0 {
+			rec, err := session.ParseTaskRecord(raw)
+			if err != nil {
+				return nil, fmt.Errorf("decode task answer: %w", err)
+			}
+			a.Record = &rec
+		}
+		return a, nil
+	case *pb.HostMsg_Ack:
+		return Ack{}, nil
+	}
+	return nil, fmt.Errorf("ipc: the host sent a message this worker does not know (%T); the ink binary may have changed underneath", m.GetMsg())
+}
+
+func workerToPB(m WorkerMsg) (*pb.WorkerMsg, error) {
+	switch v := m.(type) {
+	case Event:
+		if v.Body == nil {
+			return nil, fmt.Errorf("ipc: event %d has no body", v.Seq)
+		}
+		data, err := json.Marshal(v.Body)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event: %w", v.Body.Kind(), err)
+		}
+		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: v.Seq, Type: v.Body.Kind(), Data: data}}}, nil
+	case TaskRequest:
+		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Task{Task: &pb.TaskRequest{
+			CorrelationId: v.CorrelationID, ToolCallId: v.ToolCallID, Args: v.Args,
+		}}}, nil
+	case Outcome:
+		u := v.Usage
+		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Outcome{Outcome: &pb.Outcome{
+			Status: v.Status, Reason: v.Reason, Text: v.Text, Turns: int64(v.Turns),
+			Usage:     &pb.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Incomplete: u.Incomplete},
+			AttemptId: v.AttemptID, Epoch: v.Epoch, Health: v.Health, Capped: v.Capped,
+		}}}, nil
+	}
+	return nil, fmt.Errorf("ipc: cannot send %T to the host", m)
+}
+
+func workerFromPB(m *pb.WorkerMsg) (WorkerMsg, error) {
+	switch v := m.GetMsg().(type) {
+	case *pb.WorkerMsg_Event:
+		body, err := event.Decode(v.Event.GetType(), v.Event.GetData())
+		if err != nil {
+			return nil, fmt.Errorf("worker event %d: %w", v.Event.GetSeq(), err)
+		}
+		return Event{Seq: v.Event.GetSeq(), Body: body}, nil
+	case *pb.WorkerMsg_Task:
+		return TaskRequest{CorrelationID: v.Task.GetCorrelationId(), ToolCallID: v.Task.GetToolCallId(), Args: v.Task.GetArgs()}, nil
+	case *pb.WorkerMsg_Outcome:
+		o := v.Outcome
+		u := o.GetUsage()
+		return Outcome{
+			Status: o.GetStatus(), Reason: o.GetReason(), Text: o.GetText(), Turns: int(o.GetTurns()),
+			Usage:     model.Usage{Input: u.GetInput(), Output: u.GetOutput(), CacheRead: u.GetCacheRead(), CacheWrite: u.GetCacheWrite(), Incomplete: u.GetIncomplete()},
+			AttemptID: o.GetAttemptId(), Epoch: o.GetEpoch(), Health: o.GetHealth(), Capped: o.GetCapped(),
+		}, nil
+	}
+	return nil, fmt.Errorf("ipc: the worker sent a message this host does not know (%T); the ink binary may have changed underneath", m.GetMsg())
+}

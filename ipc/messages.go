@@ -1,0 +1,81 @@
+package ipc
+
+import (
+	"encoding/json"
+
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// HostMsg is a message from the host (the supervisor) to a worker on an
+// attempt stream: Run, Cancel, TaskAnswer or Ack. The set is closed.
+type HostMsg interface{ isHostMsg() }
+
+// Run starts the attempt; it is the first message of every stream.
+type Run struct {
+	Spec AttemptSpec
+}
+
+// Cancel asks the worker to stop at its next safe point and end the attempt
+// with Status ("aborted" or "timeout") and Reason.
+type Cancel struct {
+	Status string
+	Reason string
+}
+
+// TaskAnswer answers the TaskRequest with the same CorrelationID: the
+// composed task result and the TaskRecord to store beside it.
+type TaskAnswer struct {
+	CorrelationID string
+	Content       string
+	IsError       bool
+	Record        *session.TaskRecord
+}
+
+// Ack acknowledges the worker's Outcome: the worker may end the stream and
+// exit.
+type Ack struct{}
+
+func (Run) isHostMsg()        {}
+func (Cancel) isHostMsg()     {}
+func (TaskAnswer) isHostMsg() {}
+func (Ack) isHostMsg()        {}
+
+// WorkerMsg is a message from a worker to its host: Event, TaskRequest or
+// Outcome. The set is closed.
+type WorkerMsg interface{ isWorkerMsg() }
+
+// Event is one progress event of the attempt, numbered by the worker from 1.
+type Event struct {
+	Seq  uint64
+	Body event.Event
+}
+
+// TaskRequest asks the host to run (or resume) a child for a `task` call;
+// Args are the call's JSON arguments as the model gave them.
+type TaskRequest struct {
+	CorrelationID string
+	ToolCallID    string
+	Args          json.RawMessage
+}
+
+// Outcome ends the attempt; the host answers it with Ack.
+type Outcome struct {
+	Status    string // completed | aborted | timeout | crash | interrupted | refused
+	Reason    string
+	Text      string // this attempt's final assistant text
+	Turns     int
+	Usage     model.Usage
+	AttemptID string
+	Epoch     int64
+	// Health holds the attempt's health observations, one line each.
+	Health []string
+	// Capped says why the attempt was wrapped up before it was done
+	// ("turns" or "budget"), or is empty.
+	Capped string
+}
+
+func (Event) isWorkerMsg()       {}
+func (TaskRequest) isWorkerMsg() {}
+func (Outcome) isWorkerMsg()     {}

@@ -1,0 +1,130 @@
+package ipc
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"reflect"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/ipc/internal/pb"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// handlerFunc adapts a function to Handler.
+type handlerFunc func(*WorkerStream) error
+
+func (f handlerFunc) Attempt(s *WorkerStream) error { return f(s) }
+
+// inMemory serves h over an in-memory connection, without a process or a
+// handshake, and returns a client of it.
+func inMemory(t *testing.T, h Handler) pb.WorkerClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	pb.RegisterWorkerServer(srv, &workerServer{handler: h, watch: newHostWatch(), infoVersion: ProtocolVersion})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewWorkerClient(conn)
+}
+
+// TestTypedMessagesRoundTrip sends every host and worker message kind over
+// a real gRPC stream and checks each arrives as it was sent.
+func TestTypedMessagesRoundTrip(t *testing.T) {
+	t.Parallel()
+	usage := model.Usage{Input: 10, Output: 2, CacheRead: 3, CacheWrite: 4, Incomplete: true}
+	rec := &session.TaskRecord{Version: 1, AttemptID: session.NewID(), TaskToolCallID: "call-1", ParentSessionID: session.NewID(),
+		ChildID: session.NewID(), Launched: true, Cwd: "/work", Status: session.StatusTimeout, Turns: 2, Usage: &usage}
+	host := []HostMsg{
+		Run{Spec: AttemptSpec{InkHome: "/h", Transcript: "/h/t.jsonl", AttemptID: "a", SessionID: "s", Label: "main",
+			Binding: model.Binding{Provider: "script", Model: "/s.yaml"}, Cwd: "/w", Root: "/w", Prompt: "go", Tools: []string{"read"},
+			Credentials: map[string]string{"OPENAI_API_KEY": "k"}}},
+		Cancel{Status: StatusTimeout, Reason: "timed out after 2s"},
+		TaskAnswer{CorrelationID: "c1", Content: "done", IsError: true, Record: rec},
+		TaskAnswer{CorrelationID: "c2", Content: "no record"},
+		Ack{},
+	}
+	worker := []WorkerMsg{
+		Event{Seq: 1, Body: event.TurnStart{Turn: 1}},
+		Event{Seq: 2, Body: event.Message{Message: model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: "hi"}}}}},
+		TaskRequest{CorrelationID: "c1", ToolCallID: "call-1", Args: json.RawMessage(`{"prompt":"p"}`)},
+		Outcome{Status: StatusCompleted, Reason: "", Text: "all done", Turns: 3, Usage: usage, AttemptID: "a", Epoch: 7, Health: []string{"h1"}, Capped: "turns"},
+	}
+	got := make(chan []HostMsg, 1)
+	client := inMemory(t, handlerFunc(func(s *WorkerStream) error {
+		var in []HostMsg
+		for range host {
+			m, err := s.Recv()
+			if err != nil {
+				return err
+			}
+			in = append(in, m)
+		}
+		got <- in
+		for _, m := range worker {
+			if err := s.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := client.Attempt(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &HostStream{s: raw}
+	for _, m := range host {
+		if err := hs.Send(m); err != nil {
+			t.Fatalf("Send %T: %v", m, err)
+		}
+	}
+	if in := <-got; !reflect.DeepEqual(in, host) {
+		t.Fatalf("the worker received\n%#v\nwant\n%#v", in, host)
+	}
+	for _, want := range worker {
+		m, err := hs.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(m, want) {
+			t.Fatalf("the host received %#v, want %#v", m, want)
+		}
+	}
+}
+
+// TestUnknownMessagesAreErrors: a message outside the closed sets is an
+// error on both sides, never silently dropped.
+func TestUnknownMessagesAreErrors(t *testing.T) {
+	t.Parallel()
+	if _, err := hostToPB(nil); err == nil {
+		t.Error("hostToPB(nil) succeeded")
+	}
+	if _, err := workerToPB(Event{Seq: 1}); err == nil {
+		t.Error("an event without a body was encoded")
+	}
+	if _, err := workerFromPB(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: 1, Type: "tool.exploded"}}}); err == nil {
+		t.Error("an event of an unknown kind was decoded")
+	}
+	if _, err := hostFromPB(&pb.HostMsg{}); err == nil {
+		t.Error("an empty host message was decoded")
+	}
+	if _, err := hostFromPB(&pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{Record: []byte(`{"bogus":1}`)}}}); err == nil {
+		t.Error("an answer with a malformed record was decoded")
+	}
+}

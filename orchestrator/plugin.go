@@ -1,0 +1,129 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/inkdev/ink/ipc"
+)
+
+// pluginLauncher starts each worker as a fresh `ink worker` process over
+// go-plugin (package ipc), in the attempt's working directory, with the
+// allowlisted environment and its log file under $INK_HOME/logs.
+type pluginLauncher struct {
+	exe     string
+	environ []string
+	logger  *slog.Logger
+}
+
+var _ Launcher = (*pluginLauncher)(nil)
+
+// Launch starts the worker process, opens its attempt stream and sends Run.
+func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	cmd := exec.Command(l.exe, "worker")
+	cmd.Env = append(workerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
+	cmd.Dir = spec.Cwd
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger})
+	if err != nil {
+		return nil, err
+	}
+	// The stream lives as long as the worker, not as long as ctx.
+	streamCtx, stop := context.WithCancel(context.Background())
+	s, err := c.Attempt(streamCtx)
+	if err != nil {
+		stop()
+		c.Kill()
+		return nil, err
+	}
+	w := &pluginWorker{c: c, cmd: cmd, s: s, stop: stop, eof: make(chan struct{})}
+	if err := s.Send(ipc.Run{Spec: spec}); err != nil {
+		w.Kill()
+		return nil, fmt.Errorf("send the attempt to worker %d: %w", c.Pid(), err)
+	}
+	return w, nil
+}
+
+// pluginWorker is a worker process started by pluginLauncher.
+type pluginWorker struct {
+	c    *ipc.Client
+	cmd  *exec.Cmd
+	s    *ipc.HostStream
+	stop context.CancelFunc
+
+	closeOnce sync.Once
+	// eof is closed once Recv has seen the stream's end (or its failure).
+	eofOnce sync.Once
+	eof     chan struct{}
+}
+
+var _ Worker = (*pluginWorker)(nil)
+
+func (w *pluginWorker) Pid() int                 { return w.c.Pid() }
+func (w *pluginWorker) Send(m ipc.HostMsg) error { return w.s.Send(m) }
+
+func (w *pluginWorker) Recv() (ipc.WorkerMsg, error) {
+	m, err := w.s.Recv()
+	if err != nil {
+		w.eofOnce.Do(func() { close(w.eof) })
+	}
+	return m, err
+}
+
+// closeWait bounds how long Close waits for the worker to end its stream
+// after the host closed its side.
+const closeWait = 5 * time.Second
+
+// Close ends the stream from the host's side, waits for the worker's
+// handler to return (the stream's EOF, seen by the receiving goroutine),
+// then shuts the worker down through go-plugin, which waits for the process
+// to exit and kills it if it does not.
+func (w *pluginWorker) Close() {
+	w.closeOnce.Do(func() {
+		_ = w.s.CloseSend()
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
+		select {
+		case <-w.eof:
+		case <-t.C:
+		}
+		w.c.Kill()
+		w.stop()
+	})
+}
+
+// Kill SIGKILLs the worker's process group at once.
+func (w *pluginWorker) Kill() {
+	w.c.KillNow()
+	w.Close()
+}
+
+// Exit waits up to d for the process to end and reads its wait status.
+func (w *pluginWorker) Exit(d time.Duration) (ExitState, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.c.Done():
+	case <-t.C:
+		return ExitState{}, false
+	}
+	if w.cmd.ProcessState == nil {
+		return ExitState{}, false
+	}
+	ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return ExitState{Code: w.cmd.ProcessState.ExitCode()}, true
+	case ws.Signaled():
+		return ExitState{Signal: unix.SignalName(ws.Signal())}, true
+	default:
+		return ExitState{Code: ws.ExitStatus()}, true
+	}
+}

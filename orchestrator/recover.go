@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// childAnswers answers the task calls of a main transcript left without a
+// result because its writer died: from the child's own transcript when the
+// child's last attempt ended, else with the outcome-unknown text naming the
+// child so the model can resume it. Calls whose child cannot be found are
+// left to the worker's generic repair.
+func childAnswers(tr *session.Transcript) []ipc.Answer {
+	answered := map[string]bool{}
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			answered[r.ToolCallID] = true
+		}
+	}
+	children, _ := session.ListChildren(tr.Path)
+	// Children already accounted for by a TaskRecord, and how many of
+	// their attempts the records account for.
+	used := map[string]bool{}
+	recorded := map[string]int{}
+	for _, m := range tr.Messages {
+		if len(m.TaskRecord) > 0 {
+			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil && rec.ChildID != "" {
+				used[rec.ChildID] = true
+				if rec.Launched {
+					recorded[rec.ChildID]++
+				}
+			}
+		}
+	}
+	// Each child's first prompt is read at most once, however many calls
+	// are matched against it.
+	prompts := map[string]string{}
+	promptOf := func(path string) string {
+		p, ok := prompts[path]
+		if !ok {
+			p = firstPrompt(path)
+			prompts[path] = p
+		}
+		return p
+	}
+	var out []ipc.Answer
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name != "task" || answered[c.ID] {
+				continue
+			}
+			args, err := ParseTaskArgs(c.Args)
+			if err != nil {
+				continue
+			}
+			var child *session.ChildSummary
+			for i := range children {
+				ch := &children[i]
+				if used[ch.ID] && (args.Resume == nil || *args.Resume != ch.ID) {
+					continue
+				}
+				if args.Resume != nil && *args.Resume == ch.ID {
+					child = ch
+					break
+				}
+				if args.Resume == nil && promptOf(ch.Path) == args.Prompt {
+					child = ch
+					break
+				}
+			}
+			if child == nil {
+				continue
+			}
+			used[child.ID] = true
+			out = append(out, answerFromChild(tr, c, args, child.Path, recorded[child.ID]))
+			recorded[child.ID]++
+		}
+	}
+	return out
+}
+
+// firstPrompt is the text of a transcript's first user message.
+func firstPrompt(path string) string {
+	tr, err := session.Open(path)
+	if err != nil {
+		return ""
+	}
+	for _, m := range tr.Messages {
+		if m.Role == model.RoleUser {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// answerFromChild composes the result of a dangling task call from the
+// child's transcript: from the attempt that call started, the one after
+// the prior attempts that the parent's TaskRecords account for. When that
+// attempt never started or never ended, the outcome is unknown: an earlier
+// attempt's answer is never passed off as this call's.
+func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) ipc.Answer {
+	ctr, err := session.Open(childPath)
+	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
+		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
+		if rec != nil {
+			a.TaskRecord, _ = json.Marshal(rec)
+		}
+		return a
+	}
+	if err != nil {
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
+	}
+	id := ctr.Header.ID
+	end, ended := attemptEnd(ctr, prior)
+	if !ended || end.Status == "" {
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil)
+	}
+	u := usageOf(end.Usage)
+	content, isErr := composeResult(resultInput{
+		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
+		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
+	})
+	content = "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\n" + content
+	rec := session.TaskRecord{
+		Version: 1, AttemptID: end.AttemptID, TaskToolCallID: call.ID, ParentSessionID: parent.Header.ID, ChildID: id,
+		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,
+		TextPresent: strings.TrimSpace(end.FinalText) != "", Usage: &u, Cwd: ctr.Header.Cwd,
+		Transcript: &session.TranscriptRef{Present: true, Path: childPath},
+	}
+	if l := ctr.Header.Launch; l != nil {
+		b := l.Binding
+		rec.Binding = &b
+		rec.Tools = l.Tools
+		if l.Agent != nil {
+			rec.Agent = l.Agent.Name
+		}
+	}
+	return result(content, isErr, &rec)
+}
+
+// attemptEnd returns the end entry of the attempt that started after the
+// first prior attempts of tr, if it started and ended.
+func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) {
+	started, target := 0, ""
+	for _, a := range tr.Attempts() {
+		switch {
+		case a.Phase == session.PhaseStart && target == "":
+			if started == prior {
+				target = a.AttemptID
+			}
+			started++
+		case a.Phase == session.PhaseEnd && target != "" && a.AttemptID == target:
+			return a, true
+		}
+	}
+	return session.AttemptEntry{}, false
+}
