@@ -26,10 +26,11 @@ func TestScriptedRunWithBuiltinTools(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	pool, closer, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closer.Close() })
 	prov, err := script.Load(filepath.Join("testdata", "fix_typo.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -29,10 +29,11 @@ func TestRunPersistsThroughSession(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package greet\n\n// Hello greets.\nfunc Hello() string { return \"helo\" }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	pool, closer, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closer.Close() })
 	prov, err := script.Load(filepath.Join("testdata", "fix_typo.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"reflect"
 	"strings"
 )
@@ -86,13 +85,4 @@ func schema(required []string, props ...prop) json.RawMessage {
 // prop is one property of a tool's argument schema.
 type prop struct {
 	name, typ, desc string
-}
-
-// statProblem describes a failed stat or open of the file shown as name,
-// with a hint when it does not exist.
-func statProblem(name string, err error) string {
-	if errors.Is(err, fs.ErrNotExist) {
-		return name + " does not exist; check the path with ls or find"
-	}
-	return fmt.Sprintf("%s: %v", name, unwrapPathError(err))
 }

@@ -13,10 +13,7 @@ import (
 // BenchmarkBashTrue measures one bash tool call running `true`: process
 // group setup, output capture and cleanup.
 func BenchmarkBashTrue(b *testing.B) {
-	pool, err := Builtins(Env{Root: b.TempDir(), LockDir: filepath.Join(b.TempDir(), "locks")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	pool := builtins(b, Env{Root: b.TempDir(), LockDir: filepath.Join(b.TempDir(), "locks")})
 	bash, _ := Select(pool, []string{"bash"})
 	args := json.RawMessage(`{"command":"true"}`)
 	for b.Loop() {
@@ -44,10 +41,7 @@ func BenchmarkGrepTree(b *testing.B) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(fmt.Sprintf("package p\n\nfunc F%d() int { return %d }\n", i, i)), 0o644)
 	}
-	pool, err := Builtins(Env{Root: root, LockDir: filepath.Join(b.TempDir(), "locks")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	pool := builtins(b, Env{Root: root, LockDir: filepath.Join(b.TempDir(), "locks")})
 	grep, _ := Select(pool, []string{"grep"})
 	args := json.RawMessage(`{"pattern":"return 4\\d\\d","glob":"*.go"}`)
 	for b.Loop() {

@@ -129,10 +129,7 @@ func TestCwdBelowRoot(t *testing.T) {
 	k := newKit(t)
 	k.write(t, "pkg/inner/x.txt", "x\n")
 	k.write(t, "top.txt", "top\n")
-	pool, err := Builtins(Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := builtins(t, Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir})
 	read, _ := Select(pool, []string{"read", "find", "bash"})
 	if r := read[0].Run(t.Context(), rawArgs(t, map[string]any{"path": "inner/x.txt"})); r.IsError || r.Content != "     1\tx\n" {
 		t.Fatalf("relative read from cwd: %+v", r)
@@ -166,12 +163,11 @@ func TestBuiltinsRejectsBadEnv(t *testing.T) {
 		{"root is a file", Env{Root: file, LockDir: locks}, "not a directory"},
 		{"cwd outside root", Env{Root: root, Cwd: other, LockDir: locks}, "outside Root"},
 		{"relative cwd", Env{Root: root, Cwd: "x", LockDir: locks}, "not an absolute path"},
-		{"no lock dir", Env{Root: root}, "LockDir is empty"},
 		{"relative lock dir", Env{Root: root, LockDir: "locks"}, "LockDir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Builtins(tc.env)
+			_, _, err := Builtins(tc.env)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
 			}
@@ -190,13 +186,104 @@ func TestRootThroughSymlink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := Builtins(Env{Root: link, LockDir: filepath.Join(base, "locks")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := builtins(t, Env{Root: link, LockDir: filepath.Join(base, "locks")})
 	for _, p := range []string{"a.txt", filepath.Join(link, "a.txt"), filepath.Join(real, "a.txt")} {
 		if r := pool[0].Run(t.Context(), rawArgs(t, map[string]any{"path": p})); r.IsError {
 			t.Errorf("read %s: %s", p, r.Content)
 		}
+	}
+}
+
+// Links that stay inside the root work, whether relative, absolute or
+// through ".."; a link loop, a link that climbs out through "..", and a
+// link to nothing get clear refusals; and every result names the path as
+// the model gave it or as it resolved inside the root.
+func TestLinksInsideRoot(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	k.write(t, "pkg/real.txt", "real\n")
+	links := map[string]string{
+		"abs":       k.path("pkg"),       // absolute, inside
+		"pkg/up":    "..",                // relative, to the root itself
+		"pkg/again": "../pkg/real.txt",   // through ".." and back in
+		"chain":     "pkg/again",         // a link to a link
+		"loop1":     "loop2",             // a loop
+		"loop2":     "loop1",             //
+		"climb":     "pkg/../../outside", // out through ".."
+		"nothing":   "missing.txt",       // dangling, inside
+		"nodir":     "missing-dir",       // dangling directory link
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, k.path(link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"abs/real.txt", "     1\treal\n"},
+		{filepath.Join(k.root, "abs", "real.txt"), "     1\treal\n"},
+		{"pkg/up/pkg/real.txt", "     1\treal\n"},
+		{"pkg/again", "     1\treal\n"},
+		{"chain", "     1\treal\n"},
+	} {
+		if r := k.run(t, "read", map[string]any{"path": tc.path}); r.IsError || r.Content != tc.want {
+			t.Errorf("read %s: %+v", tc.path, r)
+		}
+	}
+	wantError(t, k.run(t, "read", map[string]any{"path": "loop1"}), `path "loop1" goes through more than 40 symbolic links`)
+	wantError(t, k.run(t, "read", map[string]any{"path": "climb/x"}), `path "climb/x" resolves to `+filepath.Join(k.outside, "x")+", which is outside the root "+k.root)
+	wantError(t, k.run(t, "write", map[string]any{"path": "nothing", "content": "x"}), `path "nothing" goes through a symbolic link to something that does not exist`)
+	wantError(t, k.run(t, "write", map[string]any{"path": "nodir/new.txt", "content": "x"}), `path "nodir/new.txt" goes through a symbolic link to something that does not exist`)
+	for _, p := range []string{"missing.txt", "missing-dir"} {
+		if _, err := os.Lstat(k.path(p)); err == nil {
+			t.Errorf("a write through a dangling link created %s", p)
+		}
+	}
+	// A write through an absolute link inside the root lands at the real
+	// place, shown by its real path; the link stays a link.
+	r := k.run(t, "write", map[string]any{"path": "abs/new.txt", "content": "n\n"})
+	if r.IsError || r.Content != "wrote pkg/new.txt: new file, 2 bytes" {
+		t.Fatalf("write through an absolute link: %+v", r)
+	}
+	if fi, err := os.Lstat(k.path("abs")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("abs is no longer a link: %v", err)
+	}
+	// find and grep list links but do not descend through them.
+	r = k.run(t, "find", map[string]any{"pattern": "*.txt"})
+	if r.IsError || r.Content != "pkg/new.txt\npkg/real.txt" {
+		t.Fatalf("find: %+v", r)
+	}
+}
+
+// Closing the tool set releases its root; a later call fails cleanly
+// instead of reaching the disk by name.
+func TestClosedToolSetFails(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.txt"), "a\n")
+	pool, closer, err := Builtins(Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pool[0].Run(t.Context(), rawArgs(t, map[string]any{"path": "a.txt"})); r.IsError {
+		t.Fatalf("read before Close: %s", r.Content)
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, tc := range []struct {
+		i    int
+		args map[string]any
+	}{
+		{0, map[string]any{"path": "a.txt"}},
+		{5, map[string]any{"path": "b.txt", "content": "x"}},
+	} {
+		r := pool[tc.i].Run(t.Context(), rawArgs(t, tc.args))
+		wantError(t, r, "closed")
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); err == nil {
+		t.Fatal("a write after Close created its file")
 	}
 }

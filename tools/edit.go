@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -64,37 +65,35 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	case *a.OldText == *a.NewText:
 		return errorResult("edit: oldText and newText are identical; nothing would change")
 	}
-	real, err := t.env.resolve(a.Path)
+	env := t.env
+	tg, err := env.resolve(a.Path)
 	if err != nil {
 		return errorResult("edit: %v", err)
 	}
-	name := t.env.display(real)
+	name := tg.name
 
-	unlock, err := t.env.lockFile(ctx, real)
+	unlock, err := env.lockFile(ctx, tg.real)
 	if err != nil {
-		return errorResult("edit: %s: waiting for the file lock: %v", name, lockWaitError(ctx, err))
+		return errorResult("edit: %s: %v", name, err)
 	}
 	defer unlock()
 
-	fi, err := os.Stat(real)
+	fi, err := env.dir.Stat(tg.rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errorResult("edit: %s does not exist; use write to create a new file", name)
 	case err != nil:
-		return errorResult("edit: %s: %v", name, unwrapPathError(err))
+		return errorResult("edit: %s", env.problem(tg, err))
 	case fi.IsDir():
 		return errorResult("edit: %s is a directory, not a file", name)
 	case !fi.Mode().IsRegular():
 		return errorResult("edit: %s is not a regular file (%s)", name, fi.Mode().Type())
 	}
-	if msg := readOnly(real, name, fi); msg != "" {
+	data, fi, msg := env.readForChange(tg)
+	if msg != "" {
 		return errorResult("edit: %s", msg)
 	}
-	data, err := os.ReadFile(real)
-	if err != nil {
-		return errorResult("edit: %s: %v", name, unwrapPathError(err))
-	}
-	if msg := staleRead(t.tracker, real, name, data); msg != "" {
+	if msg := staleRead(t.tracker, tg.real, name, data); msg != "" {
 		return errorResult("edit: %s", msg)
 	}
 	content := string(data)
@@ -109,18 +108,55 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	case n > 1:
 		return errorResult("edit: oldText matches %d places in %s; include more surrounding lines so it matches exactly one", max(strings.Count(content, oldText), 2), name)
 	}
-	if t.env.testBeforeWrite != nil {
-		t.env.testBeforeWrite()
-	}
+	env.hook(hookBeforeWrite)
 	at := strings.Index(content, oldText)
 	updated := content[:at] + newText + content[at+len(oldText):]
-	if err := writeFileAtomic(real, []byte(updated), fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-		return errorResult("edit: %s: %v; the file was left unchanged", name, err)
+	seen := sha256.Sum256(data)
+	switch err := env.replaceFile(tg.rel, []byte(updated), keptMode(fi), &seen); {
+	case errors.Is(err, errChanged):
+		return errorResult("edit: %s", changedMessage(name))
+	case isEscape(err):
+		return errorResult("edit: %s; the file was left unchanged", env.problem(tg, err))
+	case err != nil:
+		return errorResult("edit: %s: %v; the file was left unchanged", name, unwrapPathError(err))
 	}
-	t.tracker.record(real, sha256.Sum256([]byte(updated)))
+	t.tracker.record(tg.real, sha256.Sum256([]byte(updated)))
 	line := strings.Count(content[:at], "\n") + 1
 	return Result{Content: fmt.Sprintf("edited %s: replaced %s at line %d with %s",
 		name, countLines(oldText), line, countLines(newText))}
+}
+
+// readForChange reads the whole regular file at t through the root for
+// an edit or write, refusing one this process may not write. It returns
+// the content and the file's stat, or a message saying why not.
+func (e *Env) readForChange(t target) ([]byte, fs.FileInfo, string) {
+	f, fi, err := e.openRegular(t.rel)
+	switch {
+	case errors.Is(err, errNotRegular):
+		return nil, nil, fmt.Sprintf("%s is not a regular file (%s)", t.name, fi.Mode().Type())
+	case err != nil:
+		return nil, nil, e.problem(t, err)
+	}
+	defer f.Close()
+	if msg := readOnly(f, t.real, t.name, fi); msg != "" {
+		return nil, nil, msg
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("%s: %v", t.name, unwrapPathError(err))
+	}
+	return data, fi, ""
+}
+
+// keptMode is the part of an existing file's mode a replacement keeps.
+func keptMode(fi fs.FileInfo) fs.FileMode {
+	return fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+// changedMessage is the refusal of a change to a file that changed since
+// the agent last read it.
+func changedMessage(name string) string {
+	return fmt.Sprintf("%s changed since you last read it; re-read it first, then try again", name)
 }
 
 // staleRead returns why a change to the existing file at real (holding
@@ -134,28 +170,32 @@ func staleRead(tr *readTracker, real, name string, data []byte) string {
 	case !seen:
 		return fmt.Sprintf("%s exists and you have not read it; read it first, then try again", name)
 	case !unchanged:
-		return fmt.Sprintf("%s changed since you last read it; re-read it first, then try again", name)
+		return changedMessage(name)
 	}
 	return ""
 }
 
-// readOnly returns why the existing file at real may not be changed
-// because this process lacks write permission on it, or "". Writing
-// through rename would otherwise bypass the file's own mode.
-func readOnly(real, name string, fi fs.FileInfo) string {
-	if unix.Access(real, unix.W_OK) == nil {
+// readOnly returns why the open file f (at real, shown as name) may not
+// be changed because this process lacks write permission on it, or "".
+// Writing through rename would otherwise bypass the file's own mode. The
+// kernel is asked about the open file itself (faccessat2 with
+// AT_EMPTY_PATH); where it cannot answer that (Linux before 5.8, or a
+// seccomp filter), it is asked about the name.
+func readOnly(f *os.File, real, name string, fi fs.FileInfo) string {
+	var err error
+	rc, cerr := f.SyscallConn()
+	if cerr == nil {
+		cerr = rc.Control(func(fd uintptr) {
+			err = unix.Faccessat2(int(fd), "", unix.W_OK, unix.AT_EMPTY_PATH)
+		})
+	}
+	if cerr != nil || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) {
+		err = unix.Access(real, unix.W_OK)
+	}
+	if err == nil {
 		return ""
 	}
 	return fmt.Sprintf("%s is read-only (mode %04o); change its mode with bash first if it really should be modified", name, fi.Mode().Perm())
-}
-
-// lockWaitError says why waiting for a file lock failed, preferring ctx's
-// cause when ctx ended the wait.
-func lockWaitError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
-	}
-	return err
 }
 
 // countMatches counts the places old occurs in s, overlapping ones

@@ -139,10 +139,7 @@ func TestEditTrackerIsPerAgent(t *testing.T) {
 	k := newKit(t)
 	k.write(t, "f.txt", "a\n")
 	wantOK(t, k.run(t, "read", map[string]any{"path": "f.txt"}))
-	other, err := Builtins(k.env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := builtins(t, k.env)
 	edit, _ := Select(other, []string{"edit"})
 	r := edit[0].Run(t.Context(), rawArgs(t, map[string]any{"path": "f.txt", "oldText": "a", "newText": "b"}))
 	wantError(t, r, "you have not read it")

@@ -3,7 +3,6 @@ package tools
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,14 +29,18 @@ const (
 type Env struct {
 	// Root is the confinement root, an absolute directory (symlinks are
 	// resolved once, by Builtins). read, grep, find, ls, edit and write
-	// refuse any path that resolves outside it.
+	// reach the disk only through an os.Root of it, so nothing outside it
+	// can be read or written, whatever links are swapped in mid-call.
 	Root string
 	// Cwd is where relative paths resolve and where bash runs: an absolute
 	// directory inside Root. Empty means Root.
 	Cwd string
-	// LockDir holds the cross-process per-file edit locks
-	// (<sha256(realpath)>.lock), normally $INK_HOME/locks. It is created on
-	// first use; its lock files are never deleted.
+	// LockDir overrides where the cross-process per-file edit locks
+	// (<sha256(realpath)>.lock) live. Leave it empty: the default is the
+	// host-wide per-user directory that every ink process of this user
+	// shares, whatever its INK_HOME (see DefaultLockDir). Set it only to
+	// isolate tests; an override must be an absolute path, and is created
+	// on first use. Lock files are never deleted.
 	LockDir string
 
 	// ReadMaxLines is how many lines read returns when no limit is given.
@@ -61,11 +64,36 @@ type Env struct {
 	// SIGKILL when bash stops it.
 	BashKillGrace time.Duration
 
-	// testNoLock and testBeforeWrite exist for the package's own tests: the
-	// first turns the per-file lock off (to show that lost updates then
-	// happen), the second widens the window between check and write.
-	testNoLock      bool
-	testBeforeWrite func()
+	// dir is the open root every file tool goes through (Builtins opens
+	// it); locks finds and remembers the lock directory (Builtins makes
+	// one unless a test already did).
+	dir   *os.Root
+	locks *lockDirCache
+
+	// testNoLock, testNoCAS, testNoSync and testHook exist for the
+	// package's own tests: the first two turn off the per-file lock and
+	// the re-check before a replace (to show that lost updates then
+	// happen), the third skips fsync (confinement races do not need it),
+	// and the hook runs at named points of a call (hookResolved after a
+	// path is resolved, hookBeforeWrite between an edit's or write's checks
+	// and its replace) so a test can change the disk there.
+	testNoLock bool
+	testNoCAS  bool
+	testNoSync bool
+	testHook   func(point string)
+}
+
+// Points at which Env.testHook runs.
+const (
+	hookResolved    = "resolved"
+	hookBeforeWrite = "before-write"
+)
+
+// hook runs the test hook at point, if one is set.
+func (e *Env) hook(point string) {
+	if e.testHook != nil {
+		e.testHook(point)
+	}
 }
 
 // normalize validates e, resolves Root and Cwd and fills default limits.
@@ -105,11 +133,8 @@ func (e Env) normalize() (Env, error) {
 		return e, fmt.Errorf("tools env: Cwd %s is outside Root %s", cwd, root)
 	}
 	e.Cwd = cwd
-	if e.LockDir == "" {
-		return e, errors.New("tools env: LockDir is empty; set it to $INK_HOME/locks")
-	}
-	if !filepath.IsAbs(e.LockDir) {
-		return e, fmt.Errorf("tools env: LockDir %q is not an absolute path", e.LockDir)
+	if e.LockDir != "" && !filepath.IsAbs(e.LockDir) {
+		return e, fmt.Errorf("tools env: LockDir %q is not an absolute path; leave it empty for the default", e.LockDir)
 	}
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -144,89 +169,4 @@ func within(root, p string) bool {
 		return false
 	}
 	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// outsideRootError is the refusal for a path that resolves outside Root.
-type outsideRootError struct {
-	arg, resolved, root string
-}
-
-func (e *outsideRootError) Error() string {
-	return fmt.Sprintf("path %q resolves to %s, which is outside the root %s; tools may only touch files under %s",
-		e.arg, e.resolved, e.root, e.root)
-}
-
-// resolve turns a path argument into a real (symlink-free) absolute path
-// inside Root. Relative paths start at Cwd. When the path does not exist,
-// the nearest existing parent is resolved and the rest appended, so a write
-// target is confined as strictly as an existing file.
-func (e *Env) resolve(arg string) (string, error) {
-	abs := arg
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.Cwd, abs)
-	}
-	abs = filepath.Clean(abs)
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("path %q: %w", arg, unwrapPathError(err))
-		}
-		real, err = resolveMissing(arg, abs)
-		if err != nil {
-			return "", err
-		}
-	}
-	if !within(e.Root, real) {
-		return "", &outsideRootError{arg: arg, resolved: real, root: e.Root}
-	}
-	return real, nil
-}
-
-// resolveMissing resolves the deepest existing ancestor of abs and appends
-// the missing rest.
-func resolveMissing(arg, abs string) (string, error) {
-	dir := abs
-	var rest []string
-	for {
-		if _, err := os.Lstat(dir); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		rest = append([]string{filepath.Base(dir)}, rest...)
-		dir = parent
-	}
-	if len(rest) == 0 {
-		return "", fmt.Errorf("path %q is a symbolic link to something that does not exist", arg)
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", fmt.Errorf("path %q: %s is a symbolic link to something that does not exist", arg, dir)
-	}
-	return filepath.Join(append([]string{realDir}, rest...)...), nil
-}
-
-// unwrapPathError drops the *fs.PathError wrapper, whose path may differ
-// from what the model passed, keeping the cause.
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// display shows a real path the way the model should pass it back:
-// relative to Cwd (with ".." when it lies above Cwd inside Root), or
-// absolute for a path outside Root.
-func (e *Env) display(real string) string {
-	if within(e.Root, real) {
-		rel, err := filepath.Rel(e.Cwd, real)
-		if err == nil {
-			return filepath.ToSlash(rel)
-		}
-	}
-	return real
 }

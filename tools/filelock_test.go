@@ -17,13 +17,15 @@ import (
 // The counter helper: a separate process that increments "count: N" in a
 // file through the read and edit tools, retrying whenever the re-read rule
 // refuses its edit, until it has made its share of successful edits. It
-// prints how many edits succeeded.
+// prints how many edits succeeded. It builds its tools as an ink worker
+// does: no LockDir override, so the lock directory is the host-wide
+// default (found from XDG_RUNTIME_DIR, which the test points into a
+// temporary directory); each helper gets its own INK_HOME.
 const (
 	helperCounter  = "edit-counter"
 	counterRootEnv = "INK_TOOLS_COUNTER_ROOT"
-	counterLockEnv = "INK_TOOLS_COUNTER_LOCKS"
 	counterNEnv    = "INK_TOOLS_COUNTER_N"
-	counterNoLock  = "INK_TOOLS_COUNTER_NOLOCK"
+	counterUnsafe  = "INK_TOOLS_COUNTER_UNSAFE"
 	counterFile    = "counter.txt"
 	counterDelay   = 3 * time.Millisecond
 )
@@ -41,19 +43,26 @@ func runHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, "bad", counterNEnv, err)
 		return 2
 	}
+	unsafe := os.Getenv(counterUnsafe) == "1"
 	env := Env{
-		Root:    os.Getenv(counterRootEnv),
-		LockDir: os.Getenv(counterLockEnv),
-		// Widen the window between the re-read check and the write, so
-		// that without the lock two processes overlap in it.
-		testBeforeWrite: func() { time.Sleep(counterDelay) },
-		testNoLock:      os.Getenv(counterNoLock) == "1",
+		Root: os.Getenv(counterRootEnv),
+		// Widen the window between the checks and the replace, so that
+		// without the lock and the re-check two processes overlap in it.
+		testHook: func(point string) {
+			if point == hookBeforeWrite {
+				time.Sleep(counterDelay)
+			}
+		},
+		testNoLock: unsafe,
+		testNoCAS:  unsafe,
+		testNoSync: true,
 	}
-	pool, err := Builtins(env)
+	pool, closer, err := Builtins(env)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer closer.Close()
 	read, _ := Select(pool, []string{"read"})
 	edit, _ := Select(pool, []string{"edit"})
 	ctx := context.Background()
@@ -86,16 +95,26 @@ func runHelper(mode string) int {
 	return 0
 }
 
-// runCounters starts two counter helpers over one file, each making n
-// edits, and returns the final count and the sum of reported successes.
-func runCounters(t *testing.T, n int, noLock bool) (final, reported int) {
+// counterRun is the outcome of runCounters.
+type counterRun struct {
+	final, reported int
+	runtime         string // the XDG_RUNTIME_DIR the helpers shared
+}
+
+// runCounters starts two counter helpers with different INK_HOMEs over
+// one file, each making n edits, and returns the final count and the sum
+// of reported successes.
+func runCounters(t *testing.T, n int, unsafe bool) counterRun {
 	t.Helper()
 	root := t.TempDir()
-	locks := filepath.Join(t.TempDir(), "locks")
+	runtime := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(root, counterFile), "count: 0\n")
-	nl := "0"
-	if noLock {
-		nl = "1"
+	flag := "0"
+	if unsafe {
+		flag = "1"
 	}
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
@@ -103,10 +122,12 @@ func runCounters(t *testing.T, n int, noLock bool) (final, reported int) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(),
 			helperEnv+"="+helperCounter,
+			"INK_HOME="+filepath.Join(t.TempDir(), "inkhome"),
+			"XDG_RUNTIME_DIR="+runtime,
+			"TMPDIR="+t.TempDir(),
 			counterRootEnv+"="+root,
-			counterLockEnv+"="+locks,
 			counterNEnv+"="+strconv.Itoa(n),
-			counterNoLock+"="+nl,
+			counterUnsafe+"="+flag,
 		)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -123,6 +144,7 @@ func runCounters(t *testing.T, n int, noLock bool) (final, reported int) {
 			}
 		})
 	}
+	res := counterRun{runtime: runtime}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("helper %d: %v", i, err)
@@ -131,46 +153,107 @@ func runCounters(t *testing.T, n int, noLock bool) (final, reported int) {
 		if err != nil {
 			t.Fatalf("helper %d printed %q", i, outs[i].String())
 		}
-		reported += got
+		res.reported += got
 	}
 	m := countLine.FindStringSubmatch(readFile(t, filepath.Join(root, counterFile)))
 	if m == nil {
 		t.Fatal("counter file lost its count line")
 	}
-	final, _ = strconv.Atoi(m[1])
-	return final, reported
+	res.final, _ = strconv.Atoi(m[1])
+	return res
 }
 
-// Two processes editing one file through the edit tool lose no update:
-// the per-file lock makes the re-read check and the write one step.
-func TestEditLockSerialisesProcesses(t *testing.T) {
+// Two processes with different INK_HOMEs editing one file through the
+// edit tool lose no update: they share the host-wide lock directory, and
+// the lock makes the re-read check and the replace one step.
+func TestEditLockSerialisesHomes(t *testing.T) {
 	t.Parallel()
 	const n = 40
-	final, reported := runCounters(t, n, false)
-	if reported != 2*n {
-		t.Fatalf("helpers reported %d successful edits, want %d", reported, 2*n)
+	res := runCounters(t, n, false)
+	if res.reported != 2*n {
+		t.Fatalf("helpers reported %d successful edits, want %d", res.reported, 2*n)
 	}
-	if final != 2*n {
-		t.Fatalf("counter is %d after %d successful edits: updates were lost", final, reported)
+	if res.final != 2*n {
+		t.Fatalf("counter is %d after %d successful edits: updates were lost", res.final, res.reported)
+	}
+	locks, _ := filepath.Glob(filepath.Join(res.runtime, "ink", "locks", "*.lock"))
+	if len(locks) != 1 {
+		t.Fatalf("want the one lock file under XDG_RUNTIME_DIR/ink/locks, found %v", locks)
 	}
 }
 
-// The negative control: with the lock off, the same two processes do lose
-// updates, so the check above can fail.
+// The negative control: with the lock and the re-check off, the same two
+// processes do lose updates, so the check above can fail.
 func TestEditWithoutLockLosesUpdates(t *testing.T) {
 	t.Parallel()
 	const n = 40
-	final, reported := runCounters(t, n, true)
-	if reported != 2*n {
-		t.Fatalf("helpers reported %d successful edits, want %d", reported, 2*n)
+	res := runCounters(t, n, true)
+	if res.reported != 2*n {
+		t.Fatalf("helpers reported %d successful edits, want %d", res.reported, 2*n)
 	}
-	if final >= reported {
-		t.Fatalf("counter is %d after %d successful edits without the lock; expected lost updates", final, reported)
+	if res.final >= res.reported {
+		t.Fatalf("counter is %d after %d successful edits without the lock; expected lost updates", res.final, res.reported)
 	}
-	t.Logf("without the lock: %d successful edits, counter %d (%d lost)", reported, final, reported-final)
+	t.Logf("without the lock: %d successful edits, counter %d (%d lost)", res.reported, res.final, res.reported-res.final)
 }
 
-// The lock file of a path is LockDir/<sha256(realpath)>.lock and stays
+// Two tool sets in one process, built as two agents of different homes
+// would build them, exclude each other too: the lock is per open file,
+// not per process.
+func TestEditLockSerialisesToolSetsInOneProcess(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	p := k.write(t, counterFile, "count: 0\n")
+	const n, sets = 30, 3
+	errs := make(chan error, sets)
+	for i := 0; i < sets; i++ {
+		env := k.env
+		env.testHook = func(point string) {
+			if point == hookBeforeWrite {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		env.testNoSync = true
+		pool := builtins(t, env)
+		read, _ := Select(pool, []string{"read"})
+		edit, _ := Select(pool, []string{"edit"})
+		go func() {
+			ctx := context.Background()
+			for done, tries := 0, 0; done < n; tries++ {
+				if tries > 100*n {
+					errs <- fmt.Errorf("gave up after %d tries", tries)
+					return
+				}
+				r := read[0].Run(ctx, []byte(`{"path":"`+counterFile+`"}`))
+				m := countLine.FindStringSubmatch(r.Content)
+				if r.IsError || m == nil {
+					errs <- fmt.Errorf("read: %s", r.Content)
+					return
+				}
+				v, _ := strconv.Atoi(m[1])
+				e := edit[0].Run(ctx, []byte(fmt.Sprintf(`{"path":%q,"oldText":"count: %d\n","newText":"count: %d\n"}`, counterFile, v, v+1)))
+				switch {
+				case !e.IsError:
+					done++
+				case !strings.Contains(e.Content, "re-read it first"):
+					errs <- fmt.Errorf("edit: %s", e.Content)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < sets; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readFile(t, p); got != fmt.Sprintf("count: %d\n", n*sets) {
+		t.Fatalf("after %d successful edits the file holds %q: updates were lost", n*sets, got)
+	}
+}
+
+// The lock file of a path is <lock dir>/<sha256(realpath)>.lock and stays
 // after the edit.
 func TestEditLeavesLockFileInLockDir(t *testing.T) {
 	t.Parallel()
@@ -178,8 +261,7 @@ func TestEditLeavesLockFileInLockDir(t *testing.T) {
 	p := k.write(t, "a.txt", "one\n")
 	wantOK(t, k.run(t, "read", map[string]any{"path": "a.txt"}))
 	wantOK(t, k.run(t, "edit", map[string]any{"path": "a.txt", "oldText": "one", "newText": "two"}))
-	env, _ := k.env.normalize()
-	lock := env.lockPath(p)
+	lock := lockPath(k.env.LockDir, p)
 	if filepath.Dir(lock) != k.env.LockDir || !regexp.MustCompile(`^[0-9a-f]{64}\.lock$`).MatchString(filepath.Base(lock)) {
 		t.Fatalf("lock path %s is not LockDir/<sha256>.lock", lock)
 	}
@@ -196,6 +278,7 @@ func TestEditLockWaitHonoursCancel(t *testing.T) {
 	p := k.write(t, "a.txt", "one\n")
 	wantOK(t, k.run(t, "read", map[string]any{"path": "a.txt"}))
 	env, _ := k.env.normalize()
+	env.locks = &lockDirCache{}
 	held, err := env.lockFile(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)

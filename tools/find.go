@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -62,18 +60,18 @@ func (t *findTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if err != nil {
 		return errorResult("find: %v", err)
 	}
-	fi, err := os.Stat(start)
+	fi, err := t.env.dir.Stat(start.rel)
 	if err != nil {
-		return errorResult("find: %s", statProblem(t.env.display(start), err))
+		return errorResult("find: %s", t.env.problem(start, err))
 	}
 	if !fi.IsDir() {
-		return errorResult("find: %s is a file, not a directory; give a directory to search", t.env.display(start))
+		return errorResult("find: %s is a file, not a directory; give a directory to search", start.name)
 	}
 	var found []string
-	err = walkTree(ctx, start, func(real, rel string, d fs.DirEntry) error {
-		if glob.matchBaseOrPath(rel) {
-			name := t.env.display(real)
-			if d.IsDir() {
+	err = t.env.walkTree(ctx, start, func(w walkEntry) error {
+		if glob.matchBaseOrPath(w.rel) {
+			name := t.env.display(t.env.realOf(w.at))
+			if w.d.IsDir() {
 				name += "/"
 			}
 			found = append(found, name)
@@ -84,10 +82,10 @@ func (t *findTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		if ctx.Err() != nil {
 			return errorResult("find: interrupted: %v", context.Cause(ctx))
 		}
-		return errorResult("find: %s: %v", t.env.display(start), unwrapPathError(err))
+		return errorResult("find: %s", t.env.problem(start, err))
 	}
 	if len(found) == 0 {
-		return Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, t.env.display(start))}
+		return Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, start.name)}
 	}
 	sort.Strings(found)
 	total := len(found)

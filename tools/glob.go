@@ -4,58 +4,58 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Bounds on a glob pattern, which together with the length of a path
+// (PATH_MAX) bound the work of one match, so that no pattern can make find
+// or grep hang between their checks of ctx. The matcher
+// (github.com/bmatcuk/doublestar/v4) keeps one backtracking point per
+// wildcard kind, so a match costs at most about pattern length × path
+// length per alternative of the { } groups.
+const (
+	// maxGlobAlternatives bounds how many patterns the { } groups of one
+	// pattern expand to: the matcher tries them one by one.
+	maxGlobAlternatives = 128
+	// maxGlobLen bounds a pattern's length in bytes.
+	maxGlobLen = 512
 )
 
 // globPattern matches slash-separated relative paths. It supports the
 // wildcards of path.Match within one path segment, `**` as a whole segment
-// for any number of segments (zero included), and `{a,b}` alternatives.
-// It is immutable and safe for concurrent use.
+// for any number of segments (zero included), and `{a,b}` alternatives
+// (nested ones too). It is immutable and safe for concurrent use.
 type globPattern struct {
-	alts [][]string // each alternative, split into segments
+	pattern string
 }
 
-// maxBraceGroups bounds `{a,b}` groups so a pattern cannot expand into an
-// enormous number of alternatives.
-const maxBraceGroups = 8
-
-// compileGlob parses pattern, reporting a malformed one.
+// compileGlob parses pattern, reporting a malformed or oversized one. A
+// leading "./" and leading or trailing slashes are dropped.
 func compileGlob(pattern string) (*globPattern, error) {
-	pattern = strings.TrimPrefix(strings.TrimSpace(pattern), "./")
-	if pattern == "" {
+	p := strings.Trim(strings.TrimPrefix(strings.TrimSpace(pattern), "./"), "/")
+	if p == "" {
 		return nil, fmt.Errorf("glob pattern is empty")
 	}
-	if strings.Count(pattern, "{") > maxBraceGroups {
-		return nil, fmt.Errorf("glob pattern %q has more than %d { } groups; use fewer alternatives", pattern, maxBraceGroups)
+	if len(p) > maxGlobLen {
+		return nil, fmt.Errorf("glob pattern is %d bytes long, more than the %d allowed; use a shorter pattern", len(p), maxGlobLen)
 	}
-	expanded, err := expandBraces(pattern)
+	n, err := countAlternatives(p)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("glob pattern %q %v", pattern, err)
 	}
-	g := &globPattern{}
-	for _, p := range expanded {
-		segs := strings.Split(strings.Trim(p, "/"), "/")
-		for _, s := range segs {
-			if s == "**" {
-				continue
-			}
-			if _, err := path.Match(s, ""); err != nil {
-				return nil, fmt.Errorf("glob pattern %q is malformed (check [ ] brackets and \\ escapes)", pattern)
-			}
-		}
-		g.alts = append(g.alts, segs)
+	if n > maxGlobAlternatives {
+		return nil, fmt.Errorf("glob pattern %q expands to more than %d alternatives (each { } group multiplies them); use fewer groups or alternatives", pattern, maxGlobAlternatives)
 	}
-	return g, nil
+	if !doublestar.ValidatePattern(p) {
+		return nil, fmt.Errorf("glob pattern %q is malformed (check [ ] brackets and \\ escapes)", pattern)
+	}
+	return &globPattern{pattern: p}, nil
 }
 
 // match reports whether the slash-separated relative path rel matches.
 func (g *globPattern) match(rel string) bool {
-	parts := strings.Split(rel, "/")
-	for _, alt := range g.alts {
-		if matchSegments(alt, parts) {
-			return true
-		}
-	}
-	return false
+	return doublestar.MatchUnvalidated(g.pattern, rel)
 }
 
 // matchBaseOrPath reports whether either the base name or the whole
@@ -65,84 +65,72 @@ func (g *globPattern) matchBaseOrPath(rel string) bool {
 	return g.match(path.Base(rel)) || g.match(rel)
 }
 
-func matchSegments(pat, parts []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			for i := 0; i <= len(parts); i++ {
-				if matchSegments(rest, parts[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(parts) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], parts[0]); !ok {
-			return false
-		}
-		pat, parts = pat[1:], parts[1:]
+// countAlternatives counts the brace-free patterns p expands to (capped
+// just above maxGlobAlternatives) and checks that its braces pair up; the
+// error completes a sentence that starts with the pattern.
+func countAlternatives(p string) (int, error) {
+	n, i, err := countSequence(p, 0, false)
+	if err != nil {
+		return 0, err
 	}
-	return len(parts) == 0
+	if i < len(p) {
+		return 0, fmt.Errorf("has a } without a matching {")
+	}
+	return n, nil
 }
 
-// expandBraces expands `{a,b}` alternatives, nested ones included.
-func expandBraces(p string) ([]string, error) {
-	open := -1
-	depth := 0
-	for i := 0; i < len(p); i++ {
+// countSequence counts the alternatives of the sequence that starts at i
+// and ends at the end of p or, inside a group, at an unescaped ',' or '}'.
+// It returns the count and where it stopped.
+func countSequence(p string, i int, inGroup bool) (int, int, error) {
+	n := 1
+	for i < len(p) {
 		switch p[i] {
 		case '\\':
-			i++
+			i += 2
+			continue
+		case '[':
+			// Braces inside a bracket expression are plain characters.
+			if j := strings.IndexByte(p[i+1:], ']'); j >= 0 {
+				i += j + 2
+				continue
+			}
 		case '{':
-			if depth == 0 {
-				open = i
+			g, j, err := countGroup(p, i+1)
+			if err != nil {
+				return 0, 0, err
 			}
-			depth++
+			n = min(n*g, maxGlobAlternatives+1)
+			i = j
+			continue
+		case ',':
+			if inGroup {
+				return n, i, nil
+			}
 		case '}':
-			if depth == 0 {
-				return nil, fmt.Errorf("glob pattern %q has a } without a matching {", p)
-			}
-			depth--
-			if depth == 0 {
-				var out []string
-				prefix, suffix := p[:open], p[i+1:]
-				for _, alt := range splitTopLevel(p[open+1 : i]) {
-					more, err := expandBraces(prefix + alt + suffix)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, more...)
-				}
-				return out, nil
-			}
+			return n, i, nil
 		}
+		i++
 	}
-	if depth != 0 {
-		return nil, fmt.Errorf("glob pattern %q has a { without a matching }", p)
+	if inGroup {
+		return 0, 0, fmt.Errorf("has a { without a matching }")
 	}
-	return []string{p}, nil
+	return n, i, nil
 }
 
-// splitTopLevel splits s on commas that are not inside nested braces.
-func splitTopLevel(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '{':
-			depth++
-		case '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
+// countGroup counts the alternatives of the group whose '{' is just
+// before i, returning the count and the index after its '}'.
+func countGroup(p string, i int) (int, int, error) {
+	total := 0
+	for {
+		n, j, err := countSequence(p, i, true)
+		if err != nil {
+			return 0, 0, err
 		}
+		total = min(total+n, maxGlobAlternatives+1)
+		if p[j] == '}' {
+			return total, j + 1, nil
+		}
+		i = j + 1
 	}
-	return append(out, s[start:])
 }

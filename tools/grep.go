@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -74,37 +74,37 @@ func (t *grepTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if err != nil {
 		return errorResult("grep: %v", err)
 	}
-	fi, err := os.Stat(start)
+	fi, err := t.env.dir.Stat(start.rel)
 	if err != nil {
-		return errorResult("grep: %s", statProblem(t.env.display(start), err))
+		return errorResult("grep: %s", t.env.problem(start, err))
 	}
 
 	s := &grepSearch{env: t.env, re: re, max: t.env.GrepMaxMatches}
 	switch {
 	case fi.Mode().IsRegular():
-		s.file(ctx, start)
+		s.file(ctx, t.env.dir, start.rel, filepath.ToSlash(start.rel))
 	case !fi.IsDir():
-		return errorResult("grep: %s is not a regular file or directory (%s)", t.env.display(start), fi.Mode().Type())
+		return errorResult("grep: %s is not a regular file or directory (%s)", start.name, fi.Mode().Type())
 	default:
-		err = walkTree(ctx, start, func(real, rel string, d fs.DirEntry) error {
-			if !d.Type().IsRegular() {
+		err = t.env.walkTree(ctx, start, func(w walkEntry) error {
+			if !w.d.Type().IsRegular() {
 				return nil
 			}
-			if glob != nil && !glob.matchBaseOrPath(rel) {
+			if glob != nil && !glob.matchBaseOrPath(w.rel) {
 				return nil
 			}
-			s.file(ctx, real)
+			s.file(ctx, w.dir, w.d.Name(), w.at)
 			return nil
 		})
 		if err != nil && ctx.Err() == nil {
-			return errorResult("grep: %s: %v", t.env.display(start), unwrapPathError(err))
+			return errorResult("grep: %s", t.env.problem(start, err))
 		}
 	}
 	if ctx.Err() != nil {
 		return errorResult("grep: interrupted: %v; matches so far:\n%s", context.Cause(ctx), s.out.String())
 	}
 	if s.found == 0 {
-		return Result{Content: fmt.Sprintf("no matches for %q in %s", a.Pattern, t.env.display(start))}
+		return Result{Content: fmt.Sprintf("no matches for %q in %s", a.Pattern, start.name)}
 	}
 	if s.found > s.max {
 		fmt.Fprintf(&s.out, "[%d of %d matches shown; %d more not shown: narrow the pattern, path or glob]\n", s.max, s.found, s.found-s.max)
@@ -123,10 +123,11 @@ type grepSearch struct {
 	buf   []byte        // the line scanner's buffer, reused across files
 }
 
-// file searches one regular file, skipping it when it is binary or
-// unreadable, and stopping early when ctx is done.
-func (s *grepSearch) file(ctx context.Context, real string) {
-	f, err := os.Open(real)
+// file searches one regular file, name in dir (at relative to Root, for
+// showing it), skipping it when it is binary, unreadable or no longer a
+// regular file, and stopping early when ctx is done.
+func (s *grepSearch) file(ctx context.Context, dir *os.Root, name, at string) {
+	f, _, err := openRegular(dir, name)
 	if err != nil {
 		return
 	}
@@ -142,7 +143,7 @@ func (s *grepSearch) file(ctx context.Context, real string) {
 	if looksBinary(head) {
 		return
 	}
-	name := s.env.display(real)
+	shown := s.env.display(s.env.realOf(at))
 	sc := bufio.NewScanner(br)
 	sc.Buffer(s.buf[:0], grepMaxLine)
 	for n := 1; sc.Scan(); n++ {
@@ -156,7 +157,7 @@ func (s *grepSearch) file(ctx context.Context, real string) {
 		s.found++
 		if s.found <= s.max {
 			text := strings.TrimRight(string(line), "\r")
-			fmt.Fprintf(&s.out, "%s:%d: %s\n", name, n, clipLine(text, len(text)))
+			fmt.Fprintf(&s.out, "%s:%d: %s\n", shown, n, clipLine(text, len(text)))
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -50,17 +49,17 @@ func (t *lsTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if err != nil {
 		return errorResult("ls: %v", err)
 	}
-	name := t.env.display(dir)
-	fi, err := os.Stat(dir)
+	name := dir.name
+	fi, err := t.env.dir.Stat(dir.rel)
 	if err != nil {
-		return errorResult("ls: %s", statProblem(name, err))
+		return errorResult("ls: %s", t.env.problem(dir, err))
 	}
 	if !fi.IsDir() {
 		return errorResult("ls: %s is a file, not a directory; use read to see its contents", name)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := fs.ReadDir(t.env.dir.FS(), filepath.ToSlash(dir.rel))
 	if err != nil {
-		return errorResult("ls: %s: %v", name, unwrapPathError(err))
+		return errorResult("ls: %s", t.env.problem(dir, err))
 	}
 	if len(entries) == 0 {
 		return Result{Content: fmt.Sprintf("(%s is an empty directory)", name)}
@@ -75,7 +74,7 @@ func (t *lsTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		case e.IsDir():
 			out.WriteString(e.Name() + "/")
 		case e.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(filepath.Join(dir, e.Name()))
+			target, err := t.env.dir.Readlink(filepath.Join(dir.rel, e.Name()))
 			if err != nil {
 				target = "?"
 			}

@@ -60,15 +60,23 @@ func newKit(t *testing.T, adjust ...func(*Env)) *kit {
 	for _, f := range adjust {
 		f(&k.env)
 	}
-	pool, err := Builtins(k.env)
-	if err != nil {
-		t.Fatalf("Builtins: %v", err)
-	}
+	pool := builtins(t, k.env)
 	k.tools = map[string]Tool{}
 	for _, tl := range pool {
 		k.tools[tl.Spec().Name] = tl
 	}
 	return k
+}
+
+// builtins builds the tools of env, closing them when the test ends.
+func builtins(t testing.TB, env Env) []Tool {
+	t.Helper()
+	pool, closer, err := Builtins(env)
+	if err != nil {
+		t.Fatalf("Builtins: %v", err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	return pool
 }
 
 // run calls the named tool with args (a JSON string, json.RawMessage, or

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
 )
 
@@ -9,12 +11,26 @@ import (
 // order read, grep, find, ls, edit, write, bash. They share one read
 // tracker, so edit and write know what this agent has read: build one set
 // per agent. env is validated (Root and Cwd resolved, defaults filled); a
-// bad env is an error saying which field is wrong. The tools hold no
-// resources that need cleaning up.
-func Builtins(env Env) ([]Tool, error) {
+// bad env is an error saying which field is wrong.
+//
+// The set holds one open directory, the os.Root of env.Root through which
+// every file tool reaches the disk. The caller owns it: Close the returned
+// io.Closer once no call of these tools runs any more (when the agent's
+// attempt ends); calls made after Close fail with an error. Closing twice
+// is harmless, and a set dropped without Close releases the directory when
+// it is garbage collected.
+func Builtins(env Env) ([]Tool, io.Closer, error) {
 	e, err := env.normalize()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	dir, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tools env: open root: %w", err)
+	}
+	e.dir = dir
+	if e.locks == nil {
+		e.locks = &lockDirCache{}
 	}
 	ep := &e
 	tr := newReadTracker()
@@ -26,7 +42,7 @@ func Builtins(env Env) ([]Tool, error) {
 		&editTool{env: ep, tracker: tr},
 		&writeTool{env: ep, tracker: tr},
 		&bashTool{env: ep},
-	}, nil
+	}, dir, nil
 }
 
 // Select narrows pool to the tools named in names, in the order of names

@@ -46,10 +46,7 @@ func checkSchema(t *testing.T, raw json.RawMessage, props, required []string) {
 func TestBuiltinsContract(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
-	pool, err := Builtins(k.env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := builtins(t, k.env)
 	want := []struct {
 		name     string
 		safe     bool
@@ -82,10 +79,7 @@ func TestBuiltinsContract(t *testing.T) {
 func TestSelect(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
-	pool, err := Builtins(k.env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := builtins(t, k.env)
 	pool = append(pool, NewTask(&recordingRunner{}))
 	for _, tc := range []struct {
 		name  string

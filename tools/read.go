@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -75,14 +74,14 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		}
 		limit = *a.Limit
 	}
-	real, err := t.env.resolve(a.Path)
+	tg, err := t.env.resolve(a.Path)
 	if err != nil {
 		return errorResult("read: %v", err)
 	}
-	name := t.env.display(real)
-	fi, err := os.Stat(real)
+	name := tg.name
+	fi, err := t.env.dir.Stat(tg.rel)
 	if err != nil {
-		return errorResult("read: %s", statProblem(name, err))
+		return errorResult("read: %s", t.env.problem(tg, err))
 	}
 	if fi.IsDir() {
 		return errorResult("read: %s is a directory; use ls to list it", name)
@@ -90,9 +89,12 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if !fi.Mode().IsRegular() {
 		return errorResult("read: %s is not a regular file (%s)", name, fi.Mode().Type())
 	}
-	f, err := os.Open(real)
-	if err != nil {
-		return errorResult("read: %s: %v", name, unwrapPathError(err))
+	f, fi, err := t.env.openRegular(tg.rel)
+	switch {
+	case errors.Is(err, errNotRegular):
+		return errorResult("read: %s is not a regular file (%s)", name, fi.Mode().Type())
+	case err != nil:
+		return errorResult("read: %s", t.env.problem(tg, err))
 	}
 	defer f.Close()
 
@@ -140,7 +142,7 @@ func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	var sum [sha256.Size]byte
 	copy(sum[:], h.Sum(nil))
-	t.tracker.record(real, sum)
+	t.tracker.record(tg.real, sum)
 
 	if total == 0 {
 		return Result{Content: fmt.Sprintf("(%s is empty)", name)}

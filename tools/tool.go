@@ -1,6 +1,3 @@
-// Package tools owns ink's built-in tools (read, grep, find, ls, edit, write,
-// bash) and the worker side of `task`, which forwards each call to the
-// orchestrator through the TaskRunner interface.
 package tools
 
 import (

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -59,54 +58,63 @@ func (t *writeTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if a.Content == nil {
 		return errorResult(`write: content is required: give the file's complete content ("" for an empty file)`)
 	}
-	real, err := t.env.resolve(a.Path)
+	env := t.env
+	tg, err := env.resolve(a.Path)
 	if err != nil {
 		return errorResult("write: %v", err)
 	}
-	name := t.env.display(real)
+	name := tg.name
 
-	unlock, err := t.env.lockFile(ctx, real)
+	unlock, err := env.lockFile(ctx, tg.real)
 	if err != nil {
-		return errorResult("write: %s: waiting for the file lock: %v", name, lockWaitError(ctx, err))
+		return errorResult("write: %s: %v", name, err)
 	}
 	defer unlock()
 
 	mode := newFileMode
 	previous := -1
-	fi, err := os.Stat(real)
+	var seen *[sha256.Size]byte
+	fi, err := env.dir.Stat(tg.rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		if err := env.dir.MkdirAll(filepath.Dir(tg.rel), 0o755); err != nil {
+			if isEscape(err) {
+				return errorResult("write: %s", env.problem(tg, err))
+			}
 			return errorResult("write: %s: create parent directories: %v", name, unwrapPathError(err))
 		}
 	case err != nil:
-		return errorResult("write: %s: %v", name, unwrapPathError(err))
+		return errorResult("write: %s", env.problem(tg, err))
 	case fi.IsDir():
 		return errorResult("write: %s is a directory; give a file path", name)
 	case !fi.Mode().IsRegular():
 		return errorResult("write: %s is not a regular file (%s)", name, fi.Mode().Type())
 	default:
-		if msg := readOnly(real, name, fi); msg != "" {
+		data, fi, msg := env.readForChange(tg)
+		if msg != "" {
 			return errorResult("write: %s", msg)
 		}
-		data, err := os.ReadFile(real)
-		if err != nil {
-			return errorResult("write: %s: %v", name, unwrapPathError(err))
-		}
-		if msg := staleRead(t.tracker, real, name, data); msg != "" {
+		if msg := staleRead(t.tracker, tg.real, name, data); msg != "" {
 			return errorResult("write: %s", msg)
 		}
-		mode = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		mode = keptMode(fi)
 		previous = len(data)
+		sum := sha256.Sum256(data)
+		seen = &sum
 	}
-	if t.env.testBeforeWrite != nil {
-		t.env.testBeforeWrite()
-	}
+	env.hook(hookBeforeWrite)
 	content := []byte(*a.Content)
-	if err := writeFileAtomic(real, content, mode); err != nil {
-		return errorResult("write: %s: %v; nothing was written", name, err)
+	switch err := env.replaceFile(tg.rel, content, mode, seen); {
+	case errors.Is(err, errChanged):
+		return errorResult("write: %s", changedMessage(name))
+	case errors.Is(err, errAppeared):
+		return errorResult("write: %s was created by someone else while you were writing it; read it first, then try again", name)
+	case isEscape(err):
+		return errorResult("write: %s; nothing was written", env.problem(tg, err))
+	case err != nil:
+		return errorResult("write: %s: %v; nothing was written", name, unwrapPathError(err))
 	}
-	t.tracker.record(real, sha256.Sum256(content))
+	t.tracker.record(tg.real, sha256.Sum256(content))
 	if previous < 0 {
 		return Result{Content: fmt.Sprintf("wrote %s: new file, %d bytes", name, len(content))}
 	}

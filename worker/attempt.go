@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -257,10 +258,11 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	a.event(event.Message{Message: prompt})
 	history = append(history, prompt)
 
-	pool, err := a.toolPool()
+	pool, closeTools, err := a.toolPool()
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
+	defer closeTools.Close()
 	provider, err := providers.Open(sp.Binding, a.getenv)
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
@@ -472,24 +474,27 @@ func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
 }
 
 // toolPool builds the tools of the launch pool; a tool outside it does not
-// exist in this worker.
-func (a *attempt) toolPool() ([]tools.Tool, error) {
+// exist in this worker. The caller closes the returned closer when the
+// attempt ends. The edit locks live in the tools' host-wide default place,
+// so workers of every INK_HOME exclude one another.
+func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 	sp := a.spec
-	all, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd, LockDir: filepath.Join(sp.InkHome, "locks")})
+	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd})
 	if err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
+		return nil, nil, fmt.Errorf("tools: %w", err)
 	}
 	all = append(all, tools.NewTask(a))
 	pool, err := tools.Select(all, sp.Tools)
 	if err != nil {
-		return nil, fmt.Errorf("tool pool: %w", err)
+		closer.Close()
+		return nil, nil, fmt.Errorf("tool pool: %w", err)
 	}
 	if !a.redact.r.Empty() {
 		for i, t := range pool {
 			pool[i] = &redactingTool{Tool: t, x: a.redact}
 		}
 	}
-	return pool, nil
+	return pool, closer, nil
 }
 
 // loopEvent turns loop progress into host events and lease progress.
