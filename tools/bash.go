@@ -3,10 +3,14 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/sandbox"
 )
 
 // bashTool is the `bash` tool: it runs a shell command in the working
@@ -38,6 +43,7 @@ func (t *bashTool) Spec() model.ToolSpec {
 			fmt.Sprintf("Output longer than %s keeps its start and end and drops the middle. ", byteSize(t.env.BashMaxOutput)) +
 			"Background processes the command leaves running are stopped when it finishes. " +
 			"A non-zero exit code is reported as an error with the output. " +
+			t.sandboxNote() +
 			"Prefer read, grep, find and ls for looking at files, and edit or write for changing them.",
 		Schema: schema([]string{"command"},
 			prop{"command", "string", "The command line to run with bash -c."},
@@ -47,6 +53,29 @@ func (t *bashTool) Spec() model.ToolSpec {
 }
 
 func (t *bashTool) Safe() bool { return false }
+
+// sandboxNote tells the model what its commands may write, when they run
+// sandboxed.
+func (t *bashTool) sandboxNote() string {
+	var where []string
+	switch t.env.sandbox.Effective {
+	case sandbox.ReadOnly:
+	case sandbox.WorkspaceWrite:
+		where = append(where, t.env.Root)
+		if cache, err := os.UserCacheDir(); err == nil {
+			where = append(where, cache+" (the cache directory)")
+		}
+		where = append(where, t.env.Writable...)
+		if len(t.env.gitDirs) > 0 {
+			where = append(where, "this worktree's own git state (so git add and commit work on its branch)")
+		}
+	default:
+		return ""
+	}
+	where = append(where, "$TMPDIR (a fresh directory for each call, removed afterwards)")
+	return fmt.Sprintf("Commands run in the %s sandbox: they may read any file but write only under %s; any other write fails with \"Permission denied\", and retrying will not help. ",
+		t.env.sandbox.Effective, strings.Join(where, ", "))
+}
 
 type bashArgs struct {
 	Command string   `json:"command"`
@@ -75,17 +104,36 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("interrupted: %s\n(the command was not started)", context.Cause(ctx).Error())
 	}
 
+	cmd := exec.Command("bash", "-c", a.Command)
+	cmd.Dir = t.env.Cwd
+	cmd.Env = commandEnv(os.Environ())
+	if cmd.Err != nil {
+		return errorResult("bash: could not start bash: %v", cmd.Err)
+	}
+	var launch *sandbox.Launch
+	if t.env.sandbox.Effective.Confined() {
+		tmp, err := os.MkdirTemp("", "ink-bash-")
+		if err != nil {
+			return errorResult("bash: create the command's private temp dir: %v", err)
+		}
+		defer removeTempDir(tmp)
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+		if launch, err = t.sandboxed(cmd, tmp); err != nil {
+			return errorResult("bash: cannot apply the %s sandbox: %v", t.env.sandbox.Effective, err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return errorResult("bash: create output pipe: %v", err)
 	}
-	cmd := exec.Command("bash", "-c", a.Command)
-	cmd.Dir = t.env.Cwd
-	cmd.Env = commandEnv(os.Environ())
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if launch != nil {
+		launch.Started()
+	}
+	if err != nil {
 		r.Close()
 		w.Close()
 		return errorResult("bash: could not start bash: %v", err)
@@ -136,6 +184,11 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	r.Close()
 	<-copied
 
+	if launch != nil {
+		if err := launch.Failure(); err != nil {
+			return errorResult("bash: the command did not run: %v", err)
+		}
+	}
 	text := out.String()
 	if text == "" {
 		text = "(no output)"
@@ -158,6 +211,36 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("%s\n[exit code %d]", text, code)
 	}
 	return Result{Content: fmt.Sprintf("%s\n[exit code 0]", text)}
+}
+
+// sandboxed rewrites cmd to start under the sandbox, with tmp as the
+// private temp dir.
+func (t *bashTool) sandboxed(cmd *exec.Cmd, tmp string) (*sandbox.Launch, error) {
+	if t.env.SandboxExe == "" {
+		return nil, errors.New("the ink binary that applies it is not known (tools Env.SandboxExe is empty)")
+	}
+	return sandbox.Wrap(cmd, t.env.SandboxExe, sandbox.Policy{
+		Mode:     t.env.sandbox.Effective,
+		TempDir:  tmp,
+		Root:     t.env.Root,
+		Writable: append(slices.Clip(t.env.Writable), t.env.gitDirs...),
+	})
+}
+
+// removeTempDir removes a command's private temp dir, making read-only
+// directories in it writable first when that is what stops the removal
+// (module caches, for one, are unpacked read-only).
+func removeTempDir(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
 }
 
 // stopGroup ends the process group pgid: SIGTERM, until deadline for the

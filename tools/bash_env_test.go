@@ -15,7 +15,7 @@ func TestBashHidesModelKeys(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-secret-o")
 	t.Setenv("INK_VISIBLE", "yes")
 	root := t.TempDir()
-	pool, err := Builtins(Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	pool, err := Builtins(Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks"), SandboxExe: testExe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func TestCwdBelowRoot(t *testing.T) {
 	k := newKit(t)
 	k.write(t, "pkg/inner/x.txt", "x\n")
 	k.write(t, "top.txt", "top\n")
-	pool, err := Builtins(Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir})
+	pool, err := Builtins(Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir, SandboxExe: testExe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/tools"
 )
@@ -431,7 +432,11 @@ func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
 // exist in this worker.
 func (a *attempt) toolPool() ([]tools.Tool, error) {
 	sp := a.spec
-	all, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd, LockDir: filepath.Join(sp.InkHome, "locks")})
+	exe, _ := os.Executable() // bash re-executes it to apply its sandbox
+	all, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd, LockDir: filepath.Join(sp.InkHome, "locks"),
+		// The attempt spec carries no sandbox mode yet, nor a way to
+		// opt out of one, so bash runs unconfined for now.
+		Sandbox: sandbox.DangerFullAccess, SandboxExe: exe})
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
