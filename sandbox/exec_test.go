@@ -115,6 +115,22 @@ echo done`
 	}
 }
 
+// A command may open a pseudo-terminal and use its ioctls (what ssh,
+// expect and test runners that want a tty do).
+func TestSandboxKeepsTerminals(t *testing.T) {
+	requireLandlock(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("util-linux script(1) is not installed; it opens the pseudo-terminal")
+	}
+	d := newDirs(t)
+	p := sandbox.Policy{Mode: sandbox.ReadOnly, TempDir: d.tmp, Root: d.root}
+	r := runIn(t, p, d.root, `script -qec 'tty && stty size && echo via-pty' /dev/null`)
+	wantRan(t, r)
+	if !strings.Contains(r.out, "/dev/pts/") || !strings.Contains(r.out, "via-pty") {
+		t.Fatalf("output:\n%s", r.out)
+	}
+}
+
 // Moving, linking, truncating and removing are writes too: they work
 // inside the writable directories and fail outside, and nothing outside
 // changes. Not parallel: it sets HOME.
