@@ -46,7 +46,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "tools tests: cannot become a child subreaper:", err)
 		os.Exit(2)
 	}
-	os.Exit(m.Run())
+	// bash under workspace-write may write the user's cache directory:
+	// keep it, and HOME, inside a temp dir of this run.
+	home, err := os.MkdirTemp("", "ink-tools-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tools tests:", err)
+		os.Exit(2)
+	}
+	os.Setenv("HOME", home)
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 // kit is one agent's built-in tools over a fresh temporary root, with a
