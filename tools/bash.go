@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,7 +27,8 @@ import (
 // agent's edit and write calls (the loop runs it alone), though separate
 // calls share no state.
 type bashTool struct {
-	env *Env
+	env   *Env
+	sweep sync.Once // sweepTempDirs, before the first sandboxed call
 }
 
 var _ Tool = (*bashTool)(nil)
@@ -112,7 +112,8 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	var launch *sandbox.Launch
 	if t.env.sandbox.Effective.Confined() {
-		tmp, err := os.MkdirTemp("", "ink-bash-")
+		t.sweep.Do(sweepTempDirs)
+		tmp, err := makeTempDir()
 		if err != nil {
 			return errorResult("bash: create the command's private temp dir: %v", err)
 		}
@@ -225,22 +226,6 @@ func (t *bashTool) sandboxed(cmd *exec.Cmd, tmp string) (*sandbox.Launch, error)
 		Root:     t.env.Root,
 		Writable: append(slices.Clip(t.env.Writable), t.env.gitDirs...),
 	})
-}
-
-// removeTempDir removes a command's private temp dir, making read-only
-// directories in it writable first when that is what stops the removal
-// (module caches, for one, are unpacked read-only).
-func removeTempDir(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
 }
 
 // stopGroup ends the process group pgid: SIGTERM, until deadline for the

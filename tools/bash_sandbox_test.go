@@ -2,6 +2,7 @@ package tools
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -338,4 +339,35 @@ func TestBashSandboxFailureIsAnError(t *testing.T) {
 	r = k.run(t, "bash", map[string]any{"command": "touch ran"})
 	wantError(t, r, "bash: cannot apply the workspace-write sandbox: the ink binary that applies it is not known")
 	wantMissing(t, k.path("ran"))
+}
+
+// A worker killed mid-call leaves its call's temp dir behind; the next
+// sandboxed bash sweeps the temp dirs of processes that are gone, and
+// only those. Not parallel: it sets TMPDIR.
+func TestBashSweepsStaleTempDirs(t *testing.T) {
+	requireLandlock(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("ink-bash-%d-123", gone.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("ink-bash-%d-456", os.Getpid()))
+	other := filepath.Join(tmp, "ink-bash-notapid")
+	for _, d := range []string{stale, live, other} {
+		writeFile(t, filepath.Join(d, "sub", "f"), "x")
+	}
+	k := newKit(t)
+	wantOK(t, k.run(t, "bash", map[string]any{"command": "true"}))
+	wantMissing(t, stale)
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(filepath.Join(d, "sub", "f")); err != nil {
+			t.Fatalf("the sweep removed %s: %v", d, err)
+		}
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 2 {
+		t.Fatalf("the call's own temp dir was left behind: %v", entries)
+	}
 }
