@@ -30,7 +30,9 @@
 // /dev/tty, /dev/ptmx and /dev/pts/* (with their ioctls), POSIX shared
 // memory in /dev/shm, and the pipes the command was given. A write
 // anywhere else fails with EACCES ("Permission denied"), and so does
-// truncating, removing, renaming or linking a file there.
+// truncating, removing, renaming or linking a file there (a move or link
+// across the boundary may fail with EXDEV, "Invalid cross-device link",
+// instead).
 //
 // # How it is applied
 //
