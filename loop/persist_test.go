@@ -29,7 +29,8 @@ func TestRunPersistsThroughSession(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package greet\n\n// Hello greets.\nfunc Hello() string { return \"helo\" }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pool, closer, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	// No ink binary here to apply the bash sandbox (package tools tests it).
+	pool, closer, err := tools.Builtins(tools.Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks"), Sandbox: "danger-full-access"})
 	if err != nil {
 		t.Fatal(err)
 	}

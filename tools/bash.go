@@ -3,18 +3,22 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/sandbox"
 )
 
 // bashTool is the `bash` tool: it runs a shell command in the working
@@ -23,7 +27,8 @@ import (
 // agent's edit and write calls (the loop runs it alone), though separate
 // calls share no state.
 type bashTool struct {
-	env *Env
+	env   *Env
+	sweep sync.Once // sweepTempDirs, before the first sandboxed call
 }
 
 var _ Tool = (*bashTool)(nil)
@@ -38,6 +43,7 @@ func (t *bashTool) Spec() model.ToolSpec {
 			fmt.Sprintf("Output longer than %s keeps its start and end and drops the middle. ", byteSize(t.env.BashMaxOutput)) +
 			"Background processes the command leaves running are stopped when it finishes. " +
 			"A non-zero exit code is reported as an error with the output. " +
+			t.sandboxNote() +
 			"Prefer read, grep, find and ls for looking at files, and edit or write for changing them.",
 		Schema: schema([]string{"command"},
 			prop{"command", "string", "The command line to run with bash -c."},
@@ -47,6 +53,29 @@ func (t *bashTool) Spec() model.ToolSpec {
 }
 
 func (t *bashTool) Safe() bool { return false }
+
+// sandboxNote tells the model what its commands may write, when they run
+// sandboxed.
+func (t *bashTool) sandboxNote() string {
+	var where []string
+	switch t.env.sandbox.Effective {
+	case sandbox.ReadOnly:
+	case sandbox.WorkspaceWrite:
+		where = append(where, t.env.Root)
+		if cache, err := os.UserCacheDir(); err == nil {
+			where = append(where, cache+" (the cache directory)")
+		}
+		where = append(where, t.env.Writable...)
+		if len(t.env.gitDirs) > 0 {
+			where = append(where, "this worktree's own git state (so git add and commit work on its branch)")
+		}
+	default:
+		return ""
+	}
+	where = append(where, "$TMPDIR (a fresh directory for each call, removed afterwards)")
+	return fmt.Sprintf("Commands run in the %s sandbox: they may read any file but write only under %s; any other write fails with \"Permission denied\", and retrying will not help. ",
+		t.env.sandbox.Effective, strings.Join(where, ", "))
+}
 
 type bashArgs struct {
 	Command string   `json:"command"`
@@ -75,17 +104,37 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("interrupted: %s\n(the command was not started)", context.Cause(ctx).Error())
 	}
 
+	cmd := exec.Command("bash", "-c", a.Command)
+	cmd.Dir = t.env.Cwd
+	cmd.Env = commandEnv(os.Environ())
+	if cmd.Err != nil {
+		return errorResult("bash: could not start bash: %v", cmd.Err)
+	}
+	var launch *sandbox.Launch
+	if t.env.sandbox.Effective.Confined() {
+		t.sweep.Do(sweepTempDirs)
+		tmp, err := makeTempDir()
+		if err != nil {
+			return errorResult("bash: create the command's private temp dir: %v", err)
+		}
+		defer removeTempDir(tmp)
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+		if launch, err = t.sandboxed(cmd, tmp); err != nil {
+			return errorResult("bash: cannot apply the %s sandbox: %v", t.env.sandbox.Effective, err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return errorResult("bash: create output pipe: %v", err)
 	}
-	cmd := exec.Command("bash", "-c", a.Command)
-	cmd.Dir = t.env.Cwd
-	cmd.Env = commandEnv(os.Environ())
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if launch != nil {
+		launch.Started()
+	}
+	if err != nil {
 		r.Close()
 		w.Close()
 		return errorResult("bash: could not start bash: %v", err)
@@ -136,6 +185,11 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	r.Close()
 	<-copied
 
+	if launch != nil {
+		if err := launch.Failure(); err != nil {
+			return errorResult("bash: the command did not run: %v", err)
+		}
+	}
 	text := out.String()
 	if text == "" {
 		text = "(no output)"
@@ -158,6 +212,20 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("%s\n[exit code %d]", text, code)
 	}
 	return Result{Content: fmt.Sprintf("%s\n[exit code 0]", text)}
+}
+
+// sandboxed rewrites cmd to start under the sandbox, with tmp as the
+// private temp dir.
+func (t *bashTool) sandboxed(cmd *exec.Cmd, tmp string) (*sandbox.Launch, error) {
+	if t.env.SandboxExe == "" {
+		return nil, errors.New("the ink binary that applies it is not known (tools Env.SandboxExe is empty)")
+	}
+	return sandbox.Wrap(cmd, t.env.SandboxExe, sandbox.Policy{
+		Mode:     t.env.sandbox.Effective,
+		TempDir:  tmp,
+		Root:     t.env.Root,
+		Writable: append(slices.Clip(t.env.Writable), t.env.gitDirs...),
+	})
 }
 
 // stopGroup ends the process group pgid: SIGTERM, until deadline for the

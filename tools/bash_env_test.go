@@ -15,7 +15,7 @@ func TestBashHidesModelKeys(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-secret-o")
 	t.Setenv("INK_VISIBLE", "yes")
 	root := t.TempDir()
-	pool := builtins(t, Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks")})
+	pool := builtins(t, Env{Root: root, LockDir: filepath.Join(t.TempDir(), "locks"), SandboxExe: testExe})
 	bash, err := Select(pool, []string{"bash"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inkdev/ink/sandbox"
 )
 
 // Not parallel: it sets an environment variable the command must see.
@@ -81,13 +83,41 @@ func TestBashBadArguments(t *testing.T) {
 	}
 }
 
+// forEachStart runs test, in parallel, once for each way bash starts:
+// directly (danger-full-access) and through the sandbox's re-exec
+// (workspace-write). Process groups, signals, timeouts and output must
+// behave the same either way.
+func forEachStart(t *testing.T, test func(t *testing.T, via func(*Env))) {
+	t.Parallel()
+	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			if mode.Confined() {
+				requireLandlock(t)
+			}
+			test(t, func(e *Env) { e.Sandbox = mode })
+		})
+	}
+}
+
+// pidFile is a fresh path inside the root, where a command in the
+// default (workspace-write) sandbox may write.
+func (k *kit) pidFile(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(k.root, "pid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "pid")
+}
+
 // startGrandchild runs the bash tool with a command that starts a
 // background sleep (a grandchild of the tool), records its pid and waits
 // for it. It returns the pid once the file appears, and a channel with the
 // tool's result.
 func startGrandchild(t *testing.T, ctx context.Context, k *kit, extra map[string]any) (int, <-chan Result) {
 	t.Helper()
-	pidfile := filepath.Join(t.TempDir(), "pid")
+	pidfile := k.pidFile(t)
 	args := map[string]any{"command": "sleep 300 & echo $! > " + pidfile + "; echo started; wait"}
 	for key, v := range extra {
 		args[key] = v
@@ -111,90 +141,94 @@ func startGrandchild(t *testing.T, ctx context.Context, k *kit, extra map[string
 // Cancelling the context mid-command kills the whole process group, the
 // background grandchild included, and reports the cause.
 func TestBashCancelKillsProcessGroup(t *testing.T) {
-	t.Parallel()
-	k := newKit(t, func(e *Env) { e.BashKillGrace = 500 * time.Millisecond })
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	pid, done := startGrandchild(t, ctx, k, nil)
-	cancel(errors.New("the supervisor was lost"))
-	var r Result
-	select {
-	case r = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("bash did not return within 5 s of cancellation")
-	}
-	wantError(t, r, "started")
-	if !strings.HasPrefix(r.Content, "interrupted: the supervisor was lost\n") {
-		t.Fatalf("content does not start with the interruption cause: %q", r.Content)
-	}
-	waitGone(t, pid, 2*time.Second)
+	forEachStart(t, func(t *testing.T, via func(*Env)) {
+		k := newKit(t, via, func(e *Env) { e.BashKillGrace = 500 * time.Millisecond })
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		pid, done := startGrandchild(t, ctx, k, nil)
+		cancel(errors.New("the supervisor was lost"))
+		var r Result
+		select {
+		case r = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("bash did not return within 5 s of cancellation")
+		}
+		wantError(t, r, "started")
+		if !strings.HasPrefix(r.Content, "interrupted: the supervisor was lost\n") {
+			t.Fatalf("content does not start with the interruption cause: %q", r.Content)
+		}
+		waitGone(t, pid, 2*time.Second)
+	})
 }
 
 // A timeout kills the group too and says how long it waited.
 func TestBashTimeoutKillsProcessGroup(t *testing.T) {
-	t.Parallel()
-	k := newKit(t, func(e *Env) { e.BashKillGrace = 500 * time.Millisecond })
-	pid, done := startGrandchild(t, context.Background(), k, map[string]any{"timeout": 0.5})
-	var r Result
-	select {
-	case r = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("bash did not return within 5 s of its timeout")
-	}
-	wantError(t, r, "timed out after 0.5 s", "process group were killed", "started")
-	waitGone(t, pid, 2*time.Second)
+	forEachStart(t, func(t *testing.T, via func(*Env)) {
+		k := newKit(t, via, func(e *Env) { e.BashKillGrace = 500 * time.Millisecond })
+		pid, done := startGrandchild(t, context.Background(), k, map[string]any{"timeout": 0.5})
+		var r Result
+		select {
+		case r = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("bash did not return within 5 s of its timeout")
+		}
+		wantError(t, r, "timed out after 0.5 s", "process group were killed", "started")
+		waitGone(t, pid, 2*time.Second)
+	})
 }
 
 // A command that ignores SIGTERM is killed with SIGKILL after the grace.
 func TestBashTimeoutEscalatesToKill(t *testing.T) {
-	t.Parallel()
-	k := newKit(t, func(e *Env) { e.BashKillGrace = 200 * time.Millisecond })
-	pidfile := filepath.Join(t.TempDir(), "pid")
-	start := time.Now()
-	r := k.run(t, "bash", map[string]any{"command": "trap '' TERM; echo stubborn; sleep 300 & echo $! > " + pidfile + "; wait; echo never", "timeout": 0.3})
-	wantError(t, r, "timed out after 0.3 s", "stubborn")
-	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	killOnCleanup(t, pid)
-	waitGone(t, pid, 2*time.Second)
-	if strings.Contains(r.Content, "never") {
-		t.Fatalf("the command kept running: %q", r.Content)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("took %s to stop a command that ignores SIGTERM", el)
-	}
+	forEachStart(t, func(t *testing.T, via func(*Env)) {
+		k := newKit(t, via, func(e *Env) { e.BashKillGrace = 200 * time.Millisecond })
+		pidfile := k.pidFile(t)
+		start := time.Now()
+		r := k.run(t, "bash", map[string]any{"command": "trap '' TERM; echo stubborn; sleep 300 & echo $! > " + pidfile + "; wait; echo never", "timeout": 0.3})
+		wantError(t, r, "timed out after 0.3 s", "stubborn")
+		pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		killOnCleanup(t, pid)
+		waitGone(t, pid, 2*time.Second)
+		if strings.Contains(r.Content, "never") {
+			t.Fatalf("the command kept running: %q", r.Content)
+		}
+		if el := time.Since(start); el > 5*time.Second {
+			t.Fatalf("took %s to stop a command that ignores SIGTERM", el)
+		}
+	})
 }
 
 // Background processes a finished command leaves behind are stopped, and
 // one holding the output pipe does not keep the call waiting.
 func TestBashStopsLeftoverBackgroundProcesses(t *testing.T) {
-	t.Parallel()
-	k := newKit(t, func(e *Env) { e.BashKillGrace = 300 * time.Millisecond })
-	for _, tc := range []struct{ name, redirect string }{
-		{"holding the output pipe", ""},
-		{"with output redirected", " >/dev/null 2>&1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pidfile := filepath.Join(t.TempDir(), "pid")
-			start := time.Now()
-			r := k.run(t, "bash", map[string]any{"command": "sleep 300" + tc.redirect + " & echo $! > " + pidfile + "; echo left"})
-			wantOK(t, r)
-			if !strings.HasPrefix(r.Content, "left\n") {
-				t.Fatalf("content = %q", r.Content)
-			}
-			if el := time.Since(start); el > 5*time.Second {
-				t.Fatalf("took %s: the call waited for its background process", el)
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			killOnCleanup(t, pid)
-			waitGone(t, pid, 2*time.Second)
-		})
-	}
+	forEachStart(t, func(t *testing.T, via func(*Env)) {
+		k := newKit(t, via, func(e *Env) { e.BashKillGrace = 300 * time.Millisecond })
+		for _, tc := range []struct{ name, redirect string }{
+			{"holding the output pipe", ""},
+			{"with output redirected", " >/dev/null 2>&1"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				pidfile := k.pidFile(t)
+				start := time.Now()
+				r := k.run(t, "bash", map[string]any{"command": "sleep 300" + tc.redirect + " & echo $! > " + pidfile + "; echo left"})
+				wantOK(t, r)
+				if !strings.HasPrefix(r.Content, "left\n") {
+					t.Fatalf("content = %q", r.Content)
+				}
+				if el := time.Since(start); el > 5*time.Second {
+					t.Fatalf("took %s: the call waited for its background process", el)
+				}
+				pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				killOnCleanup(t, pid)
+				waitGone(t, pid, 2*time.Second)
+			})
+		}
+	})
 }
 
 // Long output keeps its head and tail and says how much was dropped.

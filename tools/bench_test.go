@@ -8,18 +8,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/inkdev/ink/sandbox"
 )
 
 // BenchmarkBashTrue measures one bash tool call running `true`: process
-// group setup, output capture and cleanup.
+// group setup, output capture and cleanup, unconfined and in each sandbox
+// mode (which adds the re-exec that applies Landlock and a temp dir).
 func BenchmarkBashTrue(b *testing.B) {
-	pool := builtins(b, Env{Root: b.TempDir(), LockDir: filepath.Join(b.TempDir(), "locks")})
-	bash, _ := Select(pool, []string{"bash"})
-	args := json.RawMessage(`{"command":"true"}`)
-	for b.Loop() {
-		if r := bash[0].Run(context.Background(), args); r.IsError {
-			b.Fatal(r.Content)
-		}
+	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.ReadOnly, sandbox.WorkspaceWrite} {
+		b.Run(string(mode), func(b *testing.B) {
+			pool := builtins(b, Env{Root: b.TempDir(), LockDir: filepath.Join(b.TempDir(), "locks"),
+				Sandbox: mode, SandboxExplicit: true, SandboxExe: testExe})
+			bash, _ := Select(pool, []string{"bash"})
+			args := json.RawMessage(`{"command":"true"}`)
+			for b.Loop() {
+				if r := bash[0].Run(context.Background(), args); r.IsError {
+					b.Fatal(r.Content)
+				}
+			}
+		})
 	}
 }
 

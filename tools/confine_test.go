@@ -129,7 +129,7 @@ func TestCwdBelowRoot(t *testing.T) {
 	k := newKit(t)
 	k.write(t, "pkg/inner/x.txt", "x\n")
 	k.write(t, "top.txt", "top\n")
-	pool := builtins(t, Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir})
+	pool := builtins(t, Env{Root: k.root, Cwd: k.path("pkg"), LockDir: k.env.LockDir, SandboxExe: testExe})
 	read, _ := Select(pool, []string{"read", "find", "bash"})
 	if r := read[0].Run(t.Context(), rawArgs(t, map[string]any{"path": "inner/x.txt"})); r.IsError || r.Content != "     1\tx\n" {
 		t.Fatalf("relative read from cwd: %+v", r)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/inkdev/ink/sandbox"
 )
 
 // Default limits used when the matching Env field is zero.
@@ -64,6 +66,22 @@ type Env struct {
 	// SIGKILL when bash stops it.
 	BashKillGrace time.Duration
 
+	// Sandbox is how bash commands are confined (package sandbox); empty
+	// means sandbox.WorkspaceWrite. Where the kernel cannot enforce it,
+	// bash runs unconfined, unless SandboxExplicit is set: then Builtins
+	// fails with a message that says why.
+	Sandbox sandbox.Mode
+	// SandboxExplicit says the user asked for Sandbox by name (a flag or
+	// a profile field) rather than getting the default.
+	SandboxExplicit bool
+	// Writable lists more directories bash may write under
+	// workspace-write: absolute paths of existing directories.
+	Writable []string
+	// SandboxExe is the ink binary that bash re-executes to apply the
+	// sandbox (the worker's os.Executable()): an absolute path, needed
+	// whenever bash runs confined; without it such a bash call fails.
+	SandboxExe string
+
 	// dir is the open root every file tool goes through (Builtins opens
 	// it); locks finds and remembers the lock directory (Builtins makes
 	// one unless a test already did).
@@ -81,6 +99,14 @@ type Env struct {
 	testNoCAS  bool
 	testNoSync bool
 	testHook   func(point string)
+
+	// sandbox is how bash really runs, settled by normalize.
+	sandbox sandbox.Decision
+	// gitDirs are the git state of a worktree Root, writable by bash
+	// under workspace-write; found once, before any command runs.
+	gitDirs []string
+	// testLandlock, when set, stands in for sandbox.Check in normalize.
+	testLandlock func() error
 }
 
 // Points at which Env.testHook runs.
@@ -157,6 +183,44 @@ func (e Env) normalize() (Env, error) {
 	defDur(&e.BashKillGrace, DefaultBashKillGrace)
 	if e.BashTimeout > e.BashMaxTimeout {
 		e.BashTimeout = e.BashMaxTimeout
+	}
+	return e.normalizeSandbox()
+}
+
+// normalizeSandbox validates the sandbox fields and settles the mode bash
+// runs under on this machine.
+func (e Env) normalizeSandbox() (Env, error) {
+	mode := e.Sandbox
+	if mode == "" {
+		mode = sandbox.WorkspaceWrite
+	}
+	check := sandbox.Check
+	if e.testLandlock != nil {
+		check = e.testLandlock
+	}
+	var available error
+	if mode.Confined() {
+		available = check()
+	}
+	d, err := sandbox.Decide(mode, e.SandboxExplicit, available)
+	if err != nil {
+		return e, fmt.Errorf("tools env: %w", err)
+	}
+	e.sandbox = d
+	if e.SandboxExe != "" && !filepath.IsAbs(e.SandboxExe) {
+		return e, fmt.Errorf("tools env: SandboxExe %q is not an absolute path", e.SandboxExe)
+	}
+	writable := make([]string, 0, len(e.Writable))
+	for _, w := range e.Writable {
+		real, err := sandbox.CheckWritable(w)
+		if err != nil {
+			return e, fmt.Errorf("tools env: %w", err)
+		}
+		writable = append(writable, real)
+	}
+	e.Writable = writable
+	if d.Effective == sandbox.WorkspaceWrite {
+		e.gitDirs = sandbox.WorktreeGitDirs(e.Root)
 	}
 	return e, nil
 }

@@ -13,16 +13,32 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/inkdev/ink/sandbox"
 )
 
 // helperEnv switches the test binary into a helper process (see
 // runHelper) instead of running tests.
 const helperEnv = "INK_TOOLS_TEST_HELPER"
 
+// testExe is this test binary. It stands in for the ink binary as the
+// bash sandbox's Env.SandboxExe: TestMain runs the hidden sandbox command
+// as ink's main does.
+var testExe string
+
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Command {
+		sandbox.Main(os.Args[2:])
+	}
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tools tests:", err)
+		os.Exit(2)
+	}
+	testExe = exe
 	// Orphaned grandchildren of bash calls are re-parented to this process,
 	// so the tests can reap them and see them truly gone even where PID 1
 	// does not reap orphans.
@@ -30,7 +46,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "tools tests: cannot become a child subreaper:", err)
 		os.Exit(2)
 	}
-	os.Exit(m.Run())
+	// bash under workspace-write may write the user's cache directory:
+	// keep it, and HOME, inside a temp dir of this run.
+	home, err := os.MkdirTemp("", "ink-tools-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tools tests:", err)
+		os.Exit(2)
+	}
+	os.Setenv("HOME", home)
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 // kit is one agent's built-in tools over a fresh temporary root, with a
@@ -56,7 +83,7 @@ func newKit(t *testing.T, adjust ...func(*Env)) *kit {
 			t.Fatal(err)
 		}
 	}
-	k.env = Env{Root: k.root, LockDir: filepath.Join(base, "locks")}
+	k.env = Env{Root: k.root, LockDir: filepath.Join(base, "locks"), SandboxExe: testExe}
 	for _, f := range adjust {
 		f(&k.env)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/tools"
@@ -479,7 +480,11 @@ func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
 // so workers of every INK_HOME exclude one another.
 func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 	sp := a.spec
-	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd})
+	exe, _ := os.Executable() // bash re-executes it to apply its sandbox
+	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd,
+		// The attempt spec carries no sandbox mode yet, nor a way to
+		// opt out of one, so bash runs unconfined for now.
+		Sandbox: sandbox.DangerFullAccess, SandboxExe: exe})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: %w", err)
 	}

@@ -1,6 +1,8 @@
 // Command ink delegates coding-agent work to child agents that run as
 // separate OS processes. Each command parses its flags and calls one package;
-// the hidden `worker` command is what every agent process runs.
+// the hidden `worker` command is what every agent process runs, and the
+// hidden `sandbox-exec` command is the step between a worker and a bash
+// command that applies the bash sandbox.
 package main
 
 import (
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/worker"
 )
@@ -43,6 +46,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		worker.Main() // a worker never prints; its environment holds no key anyway
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Command {
+		sandbox.Main(os.Args[2:]) // becomes the sandboxed command or exits
 	}
 	for _, err := range []error{hardenErr, scrubErr} {
 		if err != nil {

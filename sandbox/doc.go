@@ -1,0 +1,101 @@
+// Package sandbox confines the bash tool, and everything a command starts,
+// with Linux Landlock. It owns the mode names, the decision whether this
+// machine can enforce them, the policy of what a command may write, and the
+// hidden `ink sandbox-exec` step that applies a policy and then becomes the
+// command. It imports no other ink package.
+//
+// # Modes
+//
+// The names are Codex's:
+//
+//   - read-only: commands may read (and execute) every file the user may,
+//     and write only a private temporary directory made fresh for each
+//     command and removed after it ($TMPDIR points there).
+//   - workspace-write (the default): also the agent's root — its worktree,
+//     for a worktree child, never the user's checkout then — and the
+//     user's cache directory (os.UserCacheDir, e.g. ~/.cache, created if
+//     missing), because compilers and package managers write there, plus
+//     any extra directory the user lists (--writable DIR, or the profile's
+//     writable: list). When the root is a linked git worktree, that
+//     worktree's own git state is writable too (WorktreeGitDirs: its
+//     private git directory, the object store, its branch's ref
+//     directory), so git add and commit work there although the
+//     repository's git directory lies in the user's checkout.
+//   - danger-full-access: no sandbox; commands may write anywhere the user
+//     may.
+//
+// An agent with neither the edit nor the write tool defaults to read-only
+// (DefaultMode). In both confined modes these stay usable as well: the
+// devices /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom,
+// /dev/tty, /dev/ptmx and /dev/pts/* (with their ioctls), POSIX shared
+// memory in /dev/shm, and the pipes the command was given. A write
+// anywhere else fails with EACCES ("Permission denied"), and so does
+// truncating, removing, renaming or linking a file there (a move or link
+// across the boundary may fail with EXDEV, "Invalid cross-device link",
+// instead).
+//
+// # How it is applied
+//
+// Go cannot run code between fork and exec, so the tool starts the ink
+// binary itself as `ink sandbox-exec -path /usr/bin/bash -write DIR... --
+// bash -c CMD` (Wrap writes that line; the policy travels on it, never
+// through a file). That process locks itself to one thread, sets
+// no_new_privs, restricts the thread with a Landlock ruleset and executes
+// bash in its own place (Main): the same pid and process group, so
+// timeouts and cancellation kill the command's whole group as before. A
+// Landlock domain can never be lifted, and every process bash starts
+// inherits it. When the policy cannot be applied, the command does not run
+// at all: the failure comes back over a close-on-exec status pipe and is
+// reported as such (Launch.Failure).
+//
+// # Kernels
+//
+// The sandbox needs Landlock ABI 3 (Linux 6.2 or newer; MinABI says why)
+// and uses what newer kernels add: ioctl control on devices (ABI 5) and
+// no signals to processes outside the sandbox (ABI 6). Check asks the
+// kernel. Where it is missing, Decide drops a defaulted mode with one
+// warning and runs bash unconfined, and refuses an explicitly requested
+// one with a message that says why and how to proceed
+// (--sandbox danger-full-access).
+//
+// # What is not protected
+//
+//   - The network. Commands may reach any host (curl, git push, package
+//     registries), so anything they can read they can send, and they may
+//     connect to Unix sockets such as Docker's (root on the host) or
+//     ssh-agent's.
+//   - Reading. Every file the user may read stays readable: SSH and cloud
+//     credentials, .env files, other projects, ink's own transcripts. What
+//     a command prints goes to the model.
+//   - Metadata. Landlock does not control chmod, chown, utime, setxattr,
+//     flock or access on files outside the writable directories, so a
+//     command may still change their modes and owners (as root, any file).
+//   - What is writable is writable in full: in the root that includes .git
+//     (a changed hook or config runs later, outside any sandbox); in the
+//     cache directory, build caches other projects use; /dev/shm is shared
+//     with every process. A worktree child may write the repository's
+//     shared object store and the refs beside its own branch (other
+//     ink/* branches), though not the user's top-level branches, hooks or
+//     config.
+//   - Other processes. Commands cannot ptrace processes outside their
+//     sandbox or open their memory, and from ABI 6 on they cannot signal
+//     them (below ABI 6 a command may signal any process the user may —
+//     as root, any process). What /proc shows with read access stays
+//     readable, though: the environment, command line and memory map of
+//     the user's other processes (as root, of every process), so secrets
+//     must not sit in a process environment. CPU, memory and disk space
+//     are not limited.
+//   - Kernels without Landlock ABI 3, and danger-full-access: nothing at
+//     all is confined.
+//   - Only bash runs sandboxed. The file tools keep to the agent's root by
+//     their own checks; the worker and supervisor are not sandboxed.
+//
+// # What breaks, and what to do
+//
+// setuid programs (sudo) do not gain privileges under no_new_privs. Tools
+// that write outside $TMPDIR to /tmp by a fixed path, or keep caches
+// outside the cache directory (~/go/pkg/mod, ~/.npm, ~/.cargo, ~/.m2),
+// get "Permission denied": list those directories as writable. In a
+// worktree child, git commands that touch more than the worktree's own
+// state (creating branches or tags, stash, gc) fail the same way.
+package sandbox
