@@ -46,6 +46,13 @@ type AttemptSpec struct {
 	MaxTokens int           `json:"maxTokens,omitempty"`
 	Thinking  string        `json:"thinking,omitempty"`
 
+	// Sandbox is the bash sandbox mode (package sandbox) the supervisor
+	// settled on; SandboxExplicit says the user asked for it by name, and
+	// Writable lists extra directories bash may write.
+	Sandbox         string   `json:"sandbox,omitempty"`
+	SandboxExplicit bool     `json:"sandboxExplicit,omitempty"`
+	Writable        []string `json:"writable,omitempty"`
+
 	MaxParallel       int           `json:"maxParallel,omitempty"`
 	HeartbeatInterval time.Duration `json:"heartbeatInterval,omitempty"`
 

@@ -28,6 +28,7 @@ import (
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
 )
 
@@ -62,6 +63,12 @@ type Config struct {
 	// HeartbeatInterval is the workers' lease heartbeat; default 1 s.
 	HeartbeatInterval time.Duration
 
+	// Sandbox is the bash sandbox mode the user asked for (--sandbox);
+	// empty means each agent's profile or default decides. Writable lists
+	// extra directories bash may write (--writable), absolute.
+	Sandbox  sandbox.Mode
+	Writable []string
+
 	Profiles Profiles // nil = no profiles
 	Environ  []string // the host environment; the worker gets an allowlist of it
 	// Secrets are the configured secrets (secret.FromEnviron of Environ when
@@ -91,6 +98,11 @@ type Orchestrator struct {
 
 	env    map[string]string // cfg.Environ by name
 	redact *secret.Redactor
+
+	// landlock is what sandbox.Check said, once; sandboxWarned makes its
+	// warning a once-per-run affair.
+	landlock      error
+	sandboxWarned sync.Once
 }
 
 // New checks cfg and returns an Orchestrator.
@@ -138,7 +150,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
-		env: env, redact: secret.NewRedactor(cfg.Secrets, nil),
+		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
 	}
 	o.pub.sink = cfg.Sink
 	return o, nil

@@ -69,6 +69,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
 		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
 	}
+	plan.sandbox.apply(&spec)
 	return o.runChild(ctx, childEnd{
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,
@@ -82,6 +83,7 @@ type resumePlan struct {
 	profile  *agents.Profile
 	worktree *worktree.Record
 	thinking string
+	sandbox  bashSandbox
 }
 
 // validateResume rebuilds the child's launch from today's state and
@@ -161,6 +163,18 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	} else if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
 		add("tools-drift", "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
 	}
+
+	// Sandbox.
+	var box bashSandbox
+	if pool != nil {
+		var err error
+		if box, err = o.sandboxFor(parent.label, parent.sessionID, pool, prof); err != nil {
+			add("sandbox-drift", "%v", err)
+		} else if why := sandboxDrift(launch.Sandbox, box); why != "" {
+			add("sandbox-drift", "%s", why)
+		}
+	}
+	plan.sandbox = box
 
 	// Cwd and worktree.
 	cwd, root := parent.cwd, parent.root

@@ -58,6 +58,11 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		Binding: o.cfg.Binding, System: system, Tools: tools, Cwd: o.cfg.Cwd, Root: o.cfg.Cwd,
 		Prompt: opts.Prompt, HeartbeatInterval: o.cfg.HeartbeatInterval,
 	}
+	box, err := o.sandboxFor("main", "", tools, nil)
+	if err != nil {
+		return RunResult{}, err
+	}
+	box.apply(&spec)
 	if opts.SessionID != "" {
 		path, err := o.findMain(opts.SessionID)
 		if err != nil {

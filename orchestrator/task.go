@@ -86,6 +86,7 @@ type childPlan struct {
 	binding  model.Binding
 	tools    []string
 	worktree bool
+	sandbox  bashSandbox
 }
 
 // planChild runs the checks of a new child in their documented order —
@@ -134,6 +135,9 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		return plan, err.Error()
 	}
 	plan.tools = pool
+	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile); err != nil {
+		return plan, fmt.Sprintf("task: %v", err)
+	}
 	return plan, ""
 }
 
@@ -168,7 +172,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
 		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
-		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth,
+		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(),
 	}
 	if p := plan.profile; p != nil {
 		launch.Agent = &session.AgentRef{Name: p.Name, Source: p.Source, RoleSHA256: p.RoleSHA256}
@@ -191,6 +195,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	if plan.profile != nil {
 		spec.Thinking = plan.profile.Thinking
 	}
+	plan.sandbox.apply(&spec)
 	return o.runChild(ctx, childEnd{
 		parent: parent, child: child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: wt,
@@ -237,7 +242,7 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	res := o.supervise(ctx, e.child, e.spec, e.timeout, func(pid int) {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
-			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed,
+			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
 		})
 	})
 	o.usage.add(e.child.label, res.Usage)

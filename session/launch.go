@@ -32,6 +32,16 @@ type LaunchRecord struct {
 	System   SystemRef `json:"system"`
 	Depth    int       `json:"depth"`
 	MaxDepth int       `json:"maxDepth"`
+	// Sandbox is how the child's bash commands are confined. Records
+	// written before bash had a sandbox have none.
+	Sandbox *SandboxRef `json:"sandbox,omitempty"`
+}
+
+// SandboxRef records the bash sandbox a child was launched under: the mode
+// asked for (or defaulted to) and the extra directories it may write.
+type SandboxRef struct {
+	Mode     string   `json:"mode"`
+	Writable []string `json:"writable,omitempty"`
 }
 
 // AgentRef names the profile a child was launched with.

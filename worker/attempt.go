@@ -480,11 +480,18 @@ func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
 // so workers of every INK_HOME exclude one another.
 func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 	sp := a.spec
-	exe, _ := os.Executable() // bash re-executes it to apply its sandbox
+	exe, err := os.Executable() // bash re-executes it to apply its sandbox
+	if err != nil {
+		return nil, nil, fmt.Errorf("tools: find the ink binary for the bash sandbox: %w", err)
+	}
+	var mode sandbox.Mode // empty: the tools' default
+	if sp.Sandbox != "" {
+		if mode, err = sandbox.ParseMode(sp.Sandbox); err != nil {
+			return nil, nil, fmt.Errorf("tools: %w", err)
+		}
+	}
 	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd,
-		// The attempt spec carries no sandbox mode yet, nor a way to
-		// opt out of one, so bash runs unconfined for now.
-		Sandbox: sandbox.DangerFullAccess, SandboxExe: exe})
+		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable, SandboxExe: exe})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: %w", err)
 	}

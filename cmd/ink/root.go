@@ -33,6 +33,8 @@ type globals struct {
 	maxDepth    int
 	taskTimeout time.Duration
 	session     string
+	sandbox     string
+	writable    []string
 	verbose     bool
 }
 
@@ -56,6 +58,8 @@ func newRoot() *cobra.Command {
 	pf.IntVar(&g.maxDepth, "max-depth", 1, "how deep children may delegate (1: children cannot delegate)")
 	pf.DurationVar(&g.taskTimeout, "task-timeout", 0, "default child timeout (default: none on a terminal, 60m otherwise)")
 	pf.StringVar(&g.session, "session", "", "continue this main session")
+	pf.StringVar(&g.sandbox, "sandbox", "", "confine bash: read-only, workspace-write or danger-full-access (default: workspace-write, read-only for agents without edit and write)")
+	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail")
 
 	root.AddCommand(

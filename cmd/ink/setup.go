@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/inkdev/ink/console"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/sandbox"
 )
 
 // runEnv is what `ink run` and `ink task` share: the orchestrator, the
@@ -47,6 +49,10 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	box, writable, err := g.bashSandbox(cwd)
+	if err != nil {
+		return nil, err
+	}
 	log, closeLog := logger(home)
 	display := console.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
 	sink := display.Handle
@@ -59,6 +65,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		InkHome: home, Cwd: cwd, Binding: b, MaxParallel: g.maxParallel, MaxDepth: g.maxDepth,
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
+		Sandbox: box, Writable: writable,
 	}
 	relay := &warnRelay{}
 	reg, err := profiles(watchCtx, home, cwd, relay.warn)
@@ -77,4 +84,33 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	}
 	relay.attach(orc)
 	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }}, nil
+}
+
+// bashSandbox checks --sandbox and --writable: a mode that is not one, or a
+// directory that is not there, is bad input; a mode asked for by name that
+// this machine cannot enforce is refused, saying why.
+func (g *globals) bashSandbox(cwd string) (sandbox.Mode, []string, error) {
+	var mode sandbox.Mode
+	if g.sandbox != "" {
+		m, err := sandbox.ParseMode(g.sandbox)
+		if err != nil {
+			return "", nil, usageErr("--sandbox: %v", err)
+		}
+		if _, err := sandbox.Decide(m, true, sandbox.Check()); err != nil {
+			return "", nil, &exitError{code: exitRefused, msg: err.Error()}
+		}
+		mode = m
+	}
+	var writable []string
+	for _, d := range g.writable {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(cwd, d)
+		}
+		abs, err := sandbox.CheckWritable(d)
+		if err != nil {
+			return "", nil, usageErr("--writable: %v", err)
+		}
+		writable = append(writable, abs)
+	}
+	return mode, writable, nil
 }

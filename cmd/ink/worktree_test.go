@@ -93,11 +93,12 @@ func wtLatestRecord(t *testing.T, e *env) session.TaskRecord {
 }
 
 // wtTask runs `ink task --worktree` whose child runs command in its
-// worktree; it returns the result on stdout and the TaskRecord.
-func (e *env) wtTask(name, command string) (string, session.TaskRecord) {
+// worktree (with extra flags); it returns the result on stdout and the
+// TaskRecord.
+func (e *env) wtTask(name, command string, flags ...string) (string, session.TaskRecord) {
 	e.t.Helper()
 	script := e.wtOutside(name+".yaml", wtBashChild(command))
-	p, code := e.run("task", "--worktree", "--model", "script:"+script, name)
+	p, code := e.run(append(append([]string{"task", "--worktree"}, flags...), "--model", "script:"+script, name)...)
 	if code != 0 {
 		e.t.Fatalf("ink task exited %d\nstderr:\n%s", code, p.stderr.String())
 	}
@@ -346,17 +347,22 @@ func TestWorktreeKeepsWork(t *testing.T) {
 // judge: it is kept for safety, nothing is deleted, and the result says why.
 func TestWorktreeUnknownKeptForSafety(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ name, command, why string }{
-		{".git file deleted", "rm .git", ".git link is missing or broken"},
-		{"branch switched", "git switch -q -c elsewhere", `is registered on "elsewhere", not on ink/`},
-		{"detached HEAD", "git checkout -q --detach", "has a detached HEAD, not on ink/"},
+	// Creating a branch of its own is beyond what the default sandbox
+	// lets a worktree child write; here the child may do it.
+	cases := []struct {
+		name, command, why string
+		flags              []string
+	}{
+		{".git file deleted", "rm .git", ".git link is missing or broken", nil},
+		{"branch switched", "git switch -q -c elsewhere", `is registered on "elsewhere", not on ink/`, []string{"--sandbox", "danger-full-access"}},
+		{"detached HEAD", "git checkout -q --detach", "has a detached HEAD, not on ink/", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newWtRepo(t, map[string]string{"a.txt": "hello\n", "dir/b.txt": "b\n"})
 			before := e.wtMainState()
-			out, rec := e.wtTask("break", tc.command)
+			out, rec := e.wtTask("break", tc.command, tc.flags...)
 			w := rec.Worktree
 			if w.Disposition != "kept-unknown" || !strings.Contains(w.Detail, tc.why) {
 				t.Fatalf("worktree outcome %+v, want kept-unknown saying %q", w, tc.why)
@@ -462,7 +468,8 @@ func TestWorktreeParallelSameFile(t *testing.T) {
     reply: {text: "committed"}
 `)
 	before := e.wtMainState()
-	p, code := e.run("run", "--json", "--model", "script:"+script, "edit shared.txt twice")
+	// The children meet in a directory outside their worktrees.
+	p, code := e.run("run", "--json", "--sandbox", "danger-full-access", "--model", "script:"+script, "edit shared.txt twice")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
 	}
@@ -660,7 +667,7 @@ func TestWorktreesCommands(t *testing.T) {
 	// A worktree whose supervisor runs is refused even with --force.
 	ready := filepath.Join(filepath.Dir(e.dir), "ready")
 	live := e.wtOutside("live.yaml", wtBashChild("touch "+ready+" && sleep 300"))
-	run := e.start("task", "--json", "--worktree", "--model", "script:"+live, "wait")
+	run := e.start("task", "--json", "--worktree", "--sandbox", "danger-full-access", "--model", "script:"+live, "wait")
 	start := waitForEvent(t, run, "task.start")
 	path, worker := start["worktree"].(string), int(start["pid"].(float64))
 	liveID := filepath.Base(path)
