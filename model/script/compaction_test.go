@@ -60,10 +60,13 @@ rules:
     reply: {error: "prompt is too long: 210000 tokens > 200000 maximum"}
   - reply: {error: "overloaded"}
 `)
-	_, err := s.Stream(context.Background(), model.Request{Turn: 1}, nil)
+	msg, err := s.Stream(context.Background(), model.Request{Turn: 1, Messages: []model.Message{model.UserText("a long history")}}, nil)
 	var pe *model.ProviderError
 	if !model.IsContextOverflow(err) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "210000 tokens") {
 		t.Fatalf("err = %v; want a context overflow that keeps the text", err)
+	}
+	if msg.Usage == nil || *msg.Usage != (model.Usage{}) {
+		t.Errorf("usage of a refused request = %+v; want zero, as a provider reports", msg.Usage)
 	}
 	_, err = s.Stream(context.Background(), model.Request{Turn: 2}, nil)
 	if model.IsContextOverflow(err) || err == nil || err.Error() != "overloaded" {

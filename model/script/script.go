@@ -34,7 +34,8 @@
 // (model.Request.Compaction) is answered only by a rule with
 // `compaction: true`, and such a rule answers nothing else; a reply whose
 // `error` says the prompt is too long fails as a real provider's context
-// overflow does (model.KindContextLength).
+// overflow does (model.KindContextLength), with zero usage unless the reply
+// gives one.
 package script
 
 import (
@@ -151,11 +152,17 @@ func (s *Script) Stream(ctx context.Context, req model.Request, onDelta func(mod
 		onDelta(model.Delta{Type: "text", Text: r.reply.text})
 	}
 	if r.reply.hasError {
+		err := replyError(r.reply.errText)
 		u := r.reply.estimate(req, nil)
 		u.Incomplete = true
+		if model.IsContextOverflow(err) && r.reply.usage == nil {
+			// A provider refuses such a request before reading it: it
+			// costs nothing.
+			u = model.Usage{}
+		}
 		msg.Usage = &u
 		msg.StopReason = "error"
-		return msg, replyError(r.reply.errText)
+		return msg, err
 	}
 
 	suffix := randomSuffix()
