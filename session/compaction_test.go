@@ -126,6 +126,9 @@ func TestSecondCompactionBuildsOnTheFirst(t *testing.T) {
 	if len(tr.Messages) != 10 || len(tr.Compactions()) != 3 {
 		t.Errorf("%d messages and %d compactions; want every one kept", len(tr.Messages), len(tr.Compactions()))
 	}
+	if ids := tr.CallIDs(); !reflect.DeepEqual(ids, []string{"c1", "c2", "c3", "c4"}) {
+		t.Errorf("CallIDs = %v; want the calls of the compacted part too", ids)
+	}
 }
 
 // TestCompactionThatKeepsWhatTheModelNeverSaw refuses transcripts whose

@@ -153,6 +153,18 @@ func (t *Transcript) View() *View {
 	return &View{msgs: slices.Clone(t.view.msgs), ids: slices.Clone(t.view.ids)}
 }
 
+// CallIDs returns the id of every tool call in the transcript, compacted
+// parts included, so that a continued run never reuses one.
+func (t *Transcript) CallIDs() []string {
+	var out []string
+	for _, m := range t.Messages {
+		for _, c := range m.ToolCalls {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
 // Compactions returns the compaction entries in file order.
 func (t *Transcript) Compactions() []CompactionEntry {
 	var out []CompactionEntry
