@@ -142,7 +142,6 @@ func (r *runner) compact(ctx context.Context, turn int, conv []model.Message, tr
 
 	summary, usage, err := r.summarise(ctx, turn, conv[:cut], window)
 	r.spend(&usage)
-	r.res.Usage.Incomplete = r.res.Usage.Incomplete || usage.Incomplete
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, interruptedError(ctx)

@@ -32,7 +32,9 @@
 // (model.WindowReporter), so that replies with a scripted `usage` make the
 // loop compact at a chosen turn. The request for a compaction summary
 // (model.Request.Compaction) is answered only by a rule with
-// `compaction: true`, and such a rule answers nothing else; a reply whose
+// `compaction: true`, and such a rule answers nothing else (its `turn` is
+// the turn the compaction is made for, which tells compactions apart); a
+// reply whose
 // `error` says the prompt is too long fails as a real provider's context
 // overflow does (model.KindContextLength), with zero usage unless the reply
 // gives one.
