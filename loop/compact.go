@@ -122,16 +122,17 @@ func (w *contextWindow) assumed(refused int64) int64 {
 
 // compact replaces the history before a retained tail by a summary the
 // model writes, records it through OnCompaction and returns the new
-// conversation. tokens is the size of conv that made it necessary.
-func (r *runner) compact(ctx context.Context, turn int, conv []model.Message, trigger string, tokens int64) ([]model.Message, error) {
+// conversation. tokens is the size of conv that made it necessary; refusal
+// is the provider's error when it refused conv as too long.
+func (r *runner) compact(ctx context.Context, turn int, conv []model.Message, trigger string, tokens int64, refusal error) ([]model.Message, error) {
 	window := r.window.assumed(tokens)
 	fail := func(format string, args ...any) ([]model.Message, error) {
 		why := fmt.Sprintf("the history is about %d tokens", tokens)
-		if trigger == TriggerOverflow {
-			why = fmt.Sprintf("the provider refused the history, about %d tokens by ink's estimate, as too long", tokens)
-		}
 		if r.window.size > 0 {
 			why += fmt.Sprintf(" for a %d-token window", r.window.size)
+		}
+		if refusal != nil {
+			why += "; " + refusal.Error()
 		}
 		return nil, fmt.Errorf("context compaction failed (%s): %s", why, fmt.Sprintf(format, args...))
 	}

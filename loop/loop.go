@@ -240,7 +240,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, interruptedError(ctx)
 		}
 		if tokens, over := r.window.over(r.request(conv, turn, false)); over {
-			if conv, err = r.compact(ctx, turn, conv, TriggerThreshold, tokens); err != nil {
+			if conv, err = r.compact(ctx, turn, conv, TriggerThreshold, tokens, nil); err != nil {
 				return res, err
 			}
 		}
@@ -265,7 +265,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 				err = fmt.Errorf("the history still does not fit the model's context window after a compaction: %w", err)
 			} else {
 				tokens := r.window.estimate(r.request(conv, turn, false))
-				if conv, err = r.compact(ctx, turn, conv, TriggerOverflow, tokens); err != nil {
+				if conv, err = r.compact(ctx, turn, conv, TriggerOverflow, tokens, err); err != nil {
 					return res, err
 				}
 				msg, err = r.call(ctx, turn, conv, landing != "")
