@@ -80,9 +80,18 @@ type Warning struct {
 }
 
 // Compaction reports that an agent's history was summarised to fit its
-// model's context window.
+// model's context window: why (Trigger: the threshold was near, or the
+// provider refused the request as too long), the estimated tokens before
+// and after, the window, how many messages were kept and replaced, the id
+// of the first kept entry and the summary call's usage. The summary itself
+// is in the transcript.
 type Compaction struct {
+	Trigger      string       `json:"trigger"`
 	TokensBefore int64        `json:"tokensBefore"`
+	TokensAfter  int64        `json:"tokensAfter"`
+	Window       int64        `json:"window,omitempty"`
+	Kept         int          `json:"kept"`
+	Replaced     int          `json:"replaced"`
 	FirstKept    string       `json:"firstKept,omitempty"`
 	Usage        *model.Usage `json:"usage,omitempty"`
 }

@@ -20,7 +20,7 @@ func samples() []Event {
 		ToolStart{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)},
 		ToolEnd{ID: "c1", Name: "bash", IsError: true, DurationMs: 12},
 		Warning{Text: "retrying"},
-		Compaction{TokensBefore: 170000, FirstKept: "e1", Usage: &u},
+		Compaction{Trigger: "threshold", TokensBefore: 170000, TokensAfter: 30000, Window: 200000, Kept: 4, Replaced: 20, FirstKept: "e1", Usage: &u},
 		RunStart{Transcript: "/t.jsonl", Model: "script:/s.yaml", Cwd: "/w", Continued: true, MaxParallel: 8, MaxDepth: 1},
 		WorkerStart{Pid: 42, AttemptID: "a1"},
 		TaskQueued{ChildID: "c", AgentName: "scout", Child: "main/3", ToolCallID: "t1"},

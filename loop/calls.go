@@ -27,6 +27,7 @@ type callSlot struct {
 	result  tools.Result
 	started time.Time
 	ran     time.Duration
+	overdue bool // the health watch reported it open too long
 }
 
 // finished is what a tool goroutine reports.
@@ -135,6 +136,37 @@ func (r *runner) runGroup(ctx context.Context, turn int, calls []model.ToolCall,
 		}
 	}
 
+	// The health watch reports a tool that runs longer than its limit,
+	// once per call, while it runs.
+	var overdueTimer *time.Timer
+	var overdueC <-chan time.Time
+	armOverdue := func() {
+		if overdueTimer != nil {
+			overdueTimer.Stop()
+			overdueTimer, overdueC = nil, nil
+		}
+		if r.health.off {
+			return
+		}
+		var first time.Time
+		for k := range slots {
+			if s := &slots[k]; s.state == stateRunning && !s.overdue {
+				if due := s.started.Add(r.health.limit); first.IsZero() || due.Before(first) {
+					first = due
+				}
+			}
+		}
+		if !first.IsZero() {
+			overdueTimer = time.NewTimer(time.Until(first))
+			overdueC = overdueTimer.C
+		}
+	}
+	defer func() {
+		if overdueTimer != nil {
+			overdueTimer.Stop()
+		}
+	}()
+
 	launch()
 	if err := flush(); err != nil {
 		return out, r.stop(stopTools, err, slots, done, running)
@@ -142,7 +174,15 @@ func (r *runner) runGroup(ctx context.Context, turn int, calls []model.ToolCall,
 	ctxDone := ctx.Done()
 	var graceUp <-chan time.Time
 	for next < len(slots) {
+		armOverdue()
 		select {
+		case <-overdueC:
+			for k := range slots {
+				if s := &slots[k]; s.state == stateRunning && !s.overdue && time.Since(s.started) >= r.health.limit {
+					s.overdue = true
+					r.observe(turn, []string{r.health.openTooLong(s.call)})
+				}
+			}
 		case f := <-done:
 			s := &slots[f.index]
 			if s.state != stateRunning {
@@ -231,6 +271,7 @@ func (r *runner) deliverResult(turn int, s *callSlot) (model.Message, error) {
 		return msg, err
 	}
 	r.emit(Event{Type: EventToolEnd, Turn: turn, Call: &s.call, Result: &tr, Duration: s.ran})
+	r.observe(turn, r.health.result(s.call, tr))
 	return msg, nil
 }
 

@@ -6,6 +6,17 @@
 // The loop persists nothing itself: the caller (the worker) writes each
 // message through Options.OnMessage before the loop moves on, so a crash at
 // any point leaves a transcript that ends at a message boundary.
+//
+// The loop also keeps a long run alive and bounded. When the next request
+// would pass about 85% of the model's context window, or the provider
+// refuses it as too long, it compacts: the model summarises the history
+// before a retained tail of recent turns, and the run goes on from the
+// summary and the tail (Options.OnCompaction records it). A turn cap
+// (Options.MaxTurns) or a nearly spent token budget (Options.Budget) ends
+// the run softly, with one last turn in which the model may call no tool
+// and is told to write its answer. A health watch reports what a
+// supervisor should know about: the same call turn after turn, edits that
+// keep failing, a tool open too long.
 package loop
 
 import (
@@ -65,7 +76,49 @@ type Options struct {
 	// OnEvent, optional, receives progress events. It must be cheap: it runs
 	// on the loop's own goroutine.
 	OnEvent func(Event)
+
+	// ContextWindow is the model's context window in tokens. 0 means the
+	// provider's own (model.WindowReporter), and when it has none the
+	// window is unknown: the loop then compacts only when the provider
+	// refuses a request as too long.
+	ContextWindow int64
+	// OnCompaction, optional, is called when the loop has compacted its
+	// history, before the run goes on from the summary; the worker appends
+	// the transcript's compaction entry here. An error stops the run, as
+	// an OnMessage error does.
+	OnCompaction func(Compaction) error
+	// ReservedCallIDs are tool call ids used earlier in the transcript but
+	// not in History (a compacted part); a new call never takes one.
+	ReservedCallIDs []string
+	// MaxTurns caps the model turns of the run; 0 means no cap. When the
+	// run has made MaxTurns turns and the model still calls tools, the loop
+	// makes one more turn in which no tool may be called, telling the model
+	// to write its answer now, and Result.Capped is CappedTurns.
+	MaxTurns int
+	// Budget, optional, is the token budget the run shares with the rest
+	// of its tree. Every model call's usage is spent on it; when what
+	// remains would not pay for another turn and a final one, the run lands
+	// as for MaxTurns and Result.Capped is CappedBudget.
+	Budget Budget
+	// Health configures the health watch.
+	Health HealthOptions
 }
+
+// Budget is a token budget shared by a tree of agents; the supervisor
+// implements it. Spend adds u, the usage of one model call, to what the
+// tree has spent (a zero Usage only asks) and returns the tokens left,
+// negative when overspent, counted as model.Usage.Total counts them. The
+// loop calls it from its own goroutine; an implementation shared by several
+// runs must be safe for concurrent use.
+type Budget interface {
+	Spend(u model.Usage) (remaining int64)
+}
+
+// Values of Result.Capped.
+const (
+	CappedTurns  = "turns"  // the run reached Options.MaxTurns
+	CappedBudget = "budget" // the tree's token budget was nearly spent
+)
 
 // Event types sent to Options.OnEvent.
 const (
@@ -75,6 +128,8 @@ const (
 	EventToolRunning = "tool.running" // the tool begins to run (Call)
 	EventToolEnd     = "tool.end"     // the call's result, in call order, once saved (Call, Result, Duration)
 	EventMessage     = "message"      // a message was accepted by OnMessage (Message)
+	EventCompaction  = "compaction"   // the history was compacted and OnCompaction accepted it (Compaction)
+	EventWarning     = "warning"      // a health observation or the start of a soft landing (Text)
 )
 
 // Event is one progress report of a run.
@@ -94,6 +149,10 @@ type Event struct {
 	// Duration is, on tool.end, how long the tool ran (queueing and gating
 	// excluded; 0 for a call that never ran).
 	Duration time.Duration
+	// Compaction is what was done, on "compaction".
+	Compaction *Compaction
+	// Text is the warning, on "warning".
+	Text string
 }
 
 // Result is what one Run produced. Run fills it even when it returns an
@@ -104,15 +163,27 @@ type Result struct {
 	// FinalText is the newest non-blank assistant text among Messages;
 	// History never counts, so a resumed run cannot report an old answer.
 	FinalText string
-	// Turns counts the model calls made, failed ones included.
+	// Turns counts the model turns made, a failed one included. A turn the
+	// provider refused as too long and that was sent again after a
+	// compaction counts once; compaction summaries are not turns.
 	Turns int
-	// Usage sums the usage of this run's turns; it is Incomplete if any
-	// turn's was, or if a model call failed.
+	// Usage sums the usage of this run's model calls, compaction summaries
+	// included; it is Incomplete if any call's was, or if a call failed.
 	Usage model.Usage
+	// Capped is CappedTurns or CappedBudget when the run was landed softly:
+	// its last turn was the wrap-up the loop asked for, and FinalText is
+	// not a confirmed completion. "" otherwise.
+	Capped string
+	// Compactions counts the compactions of the run.
+	Compactions int
+	// Health lists the health watch's observations, in order, one line
+	// each (also sent as "warning" events).
+	Health []string
 }
 
 // Run drives the agent until a model turn has no tool calls, the context is
-// done, the provider fails, or OnMessage fails.
+// done, the provider fails, OnMessage or OnCompaction fails, or a soft
+// landing's final turn is answered.
 //
 // When ctx is done, every call of the current turn still gets a result
 // (queued calls: not started; running calls: their own result, to which an
@@ -122,6 +193,12 @@ type Result struct {
 // the cause as well as with context.Canceled or context.DeadlineExceeded. A provider
 // failure keeps the partial assistant text, if any, as a message without
 // tool calls, and returns the provider's error wrapped.
+//
+// Before each turn the loop compacts the history when the request would
+// pass 85% of the context window, and it compacts and retries once when the
+// provider refuses the request as too long (model.IsContextOverflow). A
+// compaction that fails, or after which the history still does not fit,
+// ends the run with an error that says so.
 //
 // A tool call whose id is empty or already used in the conversation gets a
 // fresh id before its assistant message reaches OnMessage (delta events still
@@ -138,32 +215,66 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	r := &runner{opts: opts, pool: pool, res: &res}
+	r := &runner{opts: opts, pool: pool, specs: specs, res: &res, health: newHealthWatch(opts.Health)}
 	if r.opts.MaxParallel <= 0 {
 		r.opts.MaxParallel = DefaultMaxParallel
 	}
 	if r.opts.AbortGrace <= 0 {
 		r.opts.AbortGrace = DefaultAbortGrace
 	}
+	r.window.size = opts.ContextWindow
+	if r.window.size <= 0 {
+		if wr, ok := opts.Provider.(model.WindowReporter); ok {
+			r.window.size = wr.ContextWindow()
+		}
+	}
 
 	conv := slices.Clone(opts.History)
 	ids := newCallIDs(conv)
+	for _, id := range opts.ReservedCallIDs {
+		ids[id] = true
+	}
+	landing := "" // the cap being landed on, once the final turn is asked for
 	for turn := 1; ; turn++ {
 		if ctx.Err() != nil {
 			return res, interruptedError(ctx)
 		}
-		r.emit(Event{Type: EventTurnStart, Turn: turn})
-		req := opts.Request
-		req.Messages = slices.Clip(conv)
-		req.Tools = specs
-		req.Turn = turn
-		msg, err := opts.Provider.Stream(ctx, req, func(d model.Delta) {
-			r.emit(Event{Type: EventDelta, Turn: turn, Delta: &d})
-		})
-		res.Turns++
-		if msg.Usage != nil {
-			res.Usage = res.Usage.Add(*msg.Usage)
+		if tokens, over := r.window.over(r.request(conv, turn, false)); over {
+			if conv, err = r.compact(ctx, turn, conv, TriggerThreshold, tokens, nil); err != nil {
+				return res, err
+			}
 		}
+		// The request for the final answer comes after any compaction, so
+		// that it is the last thing the model reads.
+		if landing == "" {
+			if landing = r.capReached(turn, conv); landing != "" {
+				res.Capped = landing
+				ask := model.UserText(landingText(landing, opts.MaxTurns))
+				if err := r.deliver(turn, ask); err != nil {
+					return res, err
+				}
+				conv = append(conv, ask)
+				r.emit(Event{Type: EventWarning, Turn: turn, Text: landingWarning(landing, opts.MaxTurns)})
+			}
+		}
+
+		r.emit(Event{Type: EventTurnStart, Turn: turn})
+		msg, err := r.call(ctx, turn, conv, landing != "")
+		if err != nil && model.IsContextOverflow(err) && ctx.Err() == nil {
+			if r.window.fresh {
+				err = fmt.Errorf("the history still does not fit the model's context window after a compaction: %w", err)
+			} else {
+				tokens := r.window.estimate(r.request(conv, turn, false))
+				if conv, err = r.compact(ctx, turn, conv, TriggerOverflow, tokens, err); err != nil {
+					return res, err
+				}
+				msg, err = r.call(ctx, turn, conv, landing != "")
+				if err != nil && model.IsContextOverflow(err) {
+					err = fmt.Errorf("the history still does not fit the model's context window after a compaction: %w", err)
+				}
+			}
+		}
+		res.Turns++
 		if err != nil {
 			res.Usage.Incomplete = true
 			if partial, ok := partialMessage(ctx, msg); ok {
@@ -179,9 +290,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, err
 		}
 		conv = append(conv, msg)
+		r.window.replied(msg.Usage, len(conv))
 		if len(msg.ToolCalls) == 0 {
 			return res, nil
 		}
+		if landing != "" {
+			// The model was told it may call no tool; answer its calls
+			// without running them so the transcript stays paired.
+			results, err := r.refuseCalls(turn, msg.ToolCalls, landing)
+			conv = append(conv, results...)
+			return res, err
+		}
+		r.observe(turn, r.health.turn(turn, msg.ToolCalls))
 		results, err := r.runCalls(ctx, turn, msg.ToolCalls)
 		conv = append(conv, results...)
 		if err != nil {
@@ -190,6 +310,44 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if ctx.Err() != nil {
 			return res, interruptedError(ctx)
 		}
+	}
+}
+
+// request returns the request of turn for conv: the template with the
+// conversation, the tools and the turn filled in.
+func (r *runner) request(conv []model.Message, turn int, textOnly bool) model.Request {
+	req := r.opts.Request
+	req.Messages = slices.Clip(conv)
+	req.Tools = r.specs
+	req.Turn = turn
+	req.TextOnly = textOnly
+	return req
+}
+
+// call makes the model call of turn and accounts for its usage.
+func (r *runner) call(ctx context.Context, turn int, conv []model.Message, textOnly bool) (model.Message, error) {
+	msg, err := r.opts.Provider.Stream(ctx, r.request(conv, turn, textOnly), func(d model.Delta) {
+		r.emit(Event{Type: EventDelta, Turn: turn, Delta: &d})
+	})
+	if err != nil && model.IsContextOverflow(err) && msg.Usage != nil {
+		// A refused request produced nothing; what it reports (usually
+		// nothing) is complete, and the turn is retried after a compaction.
+		u := *msg.Usage
+		u.Incomplete = false
+		msg.Usage = &u
+	}
+	r.spend(msg.Usage)
+	return msg, err
+}
+
+// spend adds a model call's usage to the Result and the budget.
+func (r *runner) spend(u *model.Usage) {
+	if u == nil {
+		return
+	}
+	r.res.Usage = r.res.Usage.Add(*u)
+	if r.opts.Budget != nil {
+		r.opts.Budget.Spend(*u)
 	}
 }
 
@@ -246,9 +404,12 @@ func providerError(ctx context.Context, turn int, err error) error {
 
 // runner is the state of one Run.
 type runner struct {
-	opts Options
-	pool map[string]tools.Tool
-	res  *Result
+	opts   Options
+	pool   map[string]tools.Tool
+	specs  []model.ToolSpec
+	res    *Result
+	window contextWindow
+	health *healthWatch
 }
 
 // emit sends ev to OnEvent, if set.

@@ -31,7 +31,18 @@ func (l *requestLog) Stream(ctx context.Context, req model.Request, onDelta func
 	return l.Provider.Stream(ctx, req, onDelta)
 }
 
-var _ model.Provider = (*requestLog)(nil)
+// ContextWindow passes on the window of the wrapped provider.
+func (l *requestLog) ContextWindow() int64 {
+	if wr, ok := l.Provider.(model.WindowReporter); ok {
+		return wr.ContextWindow()
+	}
+	return 0
+}
+
+var (
+	_ model.Provider       = (*requestLog)(nil)
+	_ model.WindowReporter = (*requestLog)(nil)
+)
 
 func TestMultiTurnRun(t *testing.T) {
 	t.Parallel()

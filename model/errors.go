@@ -128,7 +128,9 @@ func NewHTTPError(f HTTPFailure, now time.Time) *ProviderError {
 	}
 	status := strconv.Itoa(f.Status)
 	switch {
-	case IsContextLengthMessage(f.Code + " " + f.Type + " " + f.Message):
+	case f.Status != http.StatusTooManyRequests && f.Status < 500 && IsContextLengthMessage(f.Code+" "+f.Type+" "+f.Message):
+		// Rate limits and server errors speak of tokens too; only a
+		// refused request is a context overflow.
 		pe.Kind = KindContextLength
 		pe.Reason = "context too long"
 		pe.Message = fmt.Sprintf("%s: the conversation is longer than the model's context window (%d): %s", f.Provider, f.Status, said)
@@ -229,6 +231,15 @@ func NewStreamCutError(provider string, contentSeen bool) *ProviderError {
 	}
 }
 
+// IsContextOverflow reports whether err is a provider's refusal of a
+// request that does not fit the model's context window (KindContextLength).
+// Such a request is not worth retrying as it is; compacting the history is
+// the way on.
+func IsContextOverflow(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe) && pe.Kind == KindContextLength
+}
+
 // IsContextLengthMessage reports whether a provider's error text says the
 // prompt exceeds the model's context window. Providers word this
 // differently; the phrases below cover Anthropic, OpenAI, DeepSeek, vLLM,
@@ -245,6 +256,7 @@ func IsContextLengthMessage(s string) bool {
 		"too many tokens",
 		"exceeds the context",
 		"reduce the length of the messages",
+		"context limit",
 	} {
 		if strings.Contains(s, p) {
 			return true

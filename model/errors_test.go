@@ -66,6 +66,14 @@ func TestNewHTTPError(t *testing.T) {
 			KindContextLength, "context too long", "the conversation is longer than the model's context window"},
 		{"context length by words", HTTPFailure{Provider: "anthropic", Status: 400, Message: "prompt is too long: 210000 tokens > 200000 maximum"},
 			KindContextLength, "context too long", "210000 tokens"},
+		{"context length with max_tokens", HTTPFailure{Provider: "anthropic", Status: 400, Type: "invalid_request_error",
+			Message: "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"},
+			KindContextLength, "context too long", "188240 + 21333"},
+		{"context length from a compatible server", HTTPFailure{Provider: "vllm", Status: 400,
+			Message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens."},
+			KindContextLength, "context too long", "32768"},
+		{"rate limit that speaks of tokens", HTTPFailure{Provider: "openai", Status: 429, Message: "too many tokens per minute: the context length of your requests"},
+			KindTransient, "429 rate limited", "too many tokens"},
 		{"plain bad request", HTTPFailure{Provider: "openai", Status: 400, Message: "unknown parameter"}, KindOther, "400 bad request", "openai: 400 bad request: unknown parameter"},
 	}
 	for _, tc := range cases {
@@ -112,5 +120,29 @@ func TestNewTransportError(t *testing.T) {
 				t.Errorf("message %q does not name the provider", pe)
 			}
 		})
+	}
+}
+
+func TestIsContextOverflow(t *testing.T) {
+	t.Parallel()
+	overflow := NewHTTPError(HTTPFailure{Provider: "openai", Status: 400, Code: "context_length_exceeded", Message: "too long"}, time.Now())
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"provider error", overflow, true},
+		{"wrapped", fmt.Errorf("model turn 3: %w", overflow), true},
+		{"other kind", NewHTTPError(HTTPFailure{Provider: "openai", Status: 400, Message: "unknown parameter"}, time.Now()), false},
+		{"plain error with the words", errors.New("prompt is too long"), false},
+		{"nil", nil, false},
+	}
+	for _, tc := range cases {
+		if got := IsContextOverflow(tc.err); got != tc.want {
+			t.Errorf("%s: IsContextOverflow = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if Retryable(overflow) {
+		t.Error("a context overflow is retried as it is; it needs a compaction")
 	}
 }

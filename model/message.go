@@ -104,3 +104,24 @@ func (m Message) Text() string {
 	}
 	return b.String()
 }
+
+// CompactionInstruction is the user message that ends the request for a
+// compaction summary: the history before the retained tail, then this.
+const CompactionInstruction = `[ink] Context compaction: the conversation so far no longer fits your context window, so the part above will be replaced by a summary that you write now. The most recent messages are kept as they are after your summary. Do not call any tools; reply with the summary only, written so that you can carry on the task without the messages it replaces. Include:
+1. Every request and instruction the user gave, quoted in full where the wording matters.
+2. What you have done and found so far, with exact file paths, names, commands, numbers and error messages.
+3. Decisions taken and why; approaches that failed and why.
+4. What is in progress and what remains to be done, in order.
+If the conversation starts with an earlier summary, carry everything in it that still matters into yours.`
+
+// summaryPreamble opens the user message that stands for a compacted
+// history.
+const summaryPreamble = "[ink] The earlier part of this conversation was compacted to fit the model's context window. This is the summary of it; the messages after this one, if any, are the most recent ones, kept as they were. Continue the task from there.\n\n"
+
+// SummaryMessage returns the user message that stands for the compacted
+// part of a history: summary, framed so that the model knows what it is.
+// The agent loop sends it after a compaction, and transcript readers
+// rebuild the same message from a compaction entry.
+func SummaryMessage(summary string) Message {
+	return UserText(summaryPreamble + summary)
+}

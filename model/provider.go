@@ -24,11 +24,23 @@ type Request struct {
 	// "high", "xhigh", "max"); providers clamp it to what the model supports.
 	Thinking string
 
+	// TextOnly asks for an answer in text, without tool calls: the tools
+	// are still described (providers refuse a history holding tool calls
+	// without them) but the provider is told not to call any (tool_choice
+	// "none"). The summary request of a compaction and the final turn of a
+	// capped run set it.
+	TextOnly bool
+
 	// Agent, Depth and Turn describe who is asking. Real providers ignore
 	// them; the script model matches rules on them.
 	Agent string // profile name of the requesting agent ("" = none)
 	Depth int    // 0 = main agent
 	Turn  int    // model call number within this attempt, 1-based
+	// Compaction marks the request that asks the model to summarise the
+	// history for a compaction (its last user message is
+	// CompactionInstruction). Real providers ignore it; the script model
+	// answers it only with a rule that says `compaction: true`.
+	Compaction bool
 }
 
 // Delta is one streamed piece of an assistant turn.

@@ -12,8 +12,9 @@ import (
 
 // Entry types written after the header.
 const (
-	EntryMessage = "message"
-	EntryAttempt = "attempt"
+	EntryMessage    = "message"
+	EntryAttempt    = "attempt"
+	EntryCompaction = "compaction"
 )
 
 // Attempt phases.
@@ -46,11 +47,16 @@ type AttemptEntry struct {
 	// FinalText is the attempt's final assistant text, so a result can be
 	// given again without a parent-side record.
 	FinalText string `json:"finalText,omitempty"`
+	// Capped (end only) is CappedTurns or CappedBudget when the attempt was
+	// stopped by a cap and FinalText is its wrap-up answer.
+	Capped string `json:"capped,omitempty"`
+	// Health (end only) lists the health watch's observations.
+	Health []string `json:"health,omitempty"`
 }
 
 // Entry is one line of a transcript after the header.
 type Entry struct {
-	// Type is EntryMessage or EntryAttempt.
+	// Type is EntryMessage, EntryAttempt or EntryCompaction.
 	Type string `json:"type"`
 	// ID identifies the entry (NewID).
 	ID string `json:"id"`
@@ -60,20 +66,38 @@ type Entry struct {
 	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
 	// Attempt is set for attempt entries.
 	Attempt *AttemptEntry `json:"-"`
+	// Compaction is set for compaction entries.
+	Compaction *CompactionEntry `json:"-"`
 	// Line is the entry's 1-based line number (the header is line 1).
 	Line int `json:"-"`
 	// Offset is the byte offset at which the entry's line starts.
 	Offset int64 `json:"-"`
 }
 
-// wireEntry is the on-disk shape of an entry: attempt fields sit beside
-// "type" and "id" rather than under a key.
-type wireEntry struct {
-	Type       string          `json:"type"`
-	ID         string          `json:"id"`
+// wireHead is what every entry line starts with. The fields of attempt and
+// compaction entries sit beside "type" and "id" rather than under a key.
+type wireHead struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// wireMessage is the on-disk shape of a message entry.
+type wireMessage struct {
+	wireHead
 	Message    *model.Message  `json:"message,omitempty"`
 	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+}
+
+// wireAttempt is the on-disk shape of an attempt entry.
+type wireAttempt struct {
+	wireHead
 	*AttemptEntry
+}
+
+// wireCompaction is the on-disk shape of a compaction entry.
+type wireCompaction struct {
+	wireHead
+	*CompactionEntry
 }
 
 // validAttemptStatus lists the end statuses an attempt entry may carry.
@@ -84,15 +108,19 @@ var validAttemptStatus = map[string]bool{
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
-	var w wireEntry
-	if err := json.Unmarshal(line, &w); err != nil {
+	var h wireHead
+	if err := json.Unmarshal(line, &h); err != nil {
 		return Entry{}, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if w.ID == "" {
-		return Entry{}, fmt.Errorf("%s entry has no id", orUnknown(w.Type))
+	if h.ID == "" {
+		return Entry{}, fmt.Errorf("%s entry has no id", orUnknown(h.Type))
 	}
-	switch w.Type {
+	switch h.Type {
 	case EntryMessage:
+		var w wireMessage
+		if err := json.Unmarshal(line, &w); err != nil {
+			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
+		}
 		if w.Message == nil {
 			return Entry{}, errors.New("message entry has no message")
 		}
@@ -107,20 +135,29 @@ func decodeEntry(line []byte) (Entry, error) {
 		if err := validateMessage(m); err != nil {
 			return Entry{}, err
 		}
-		return Entry{Type: EntryMessage, ID: w.ID, Message: &m, TaskRecord: m.TaskRecord}, nil
+		return Entry{Type: EntryMessage, ID: h.ID, Message: &m, TaskRecord: m.TaskRecord}, nil
 	case EntryAttempt:
-		if w.AttemptEntry == nil {
-			return Entry{}, errors.New("attempt entry has no fields")
+		var a AttemptEntry
+		if err := json.Unmarshal(line, &a); err != nil {
+			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
 		}
-		a := *w.AttemptEntry
 		if err := validateAttempt(a); err != nil {
 			return Entry{}, err
 		}
-		return Entry{Type: EntryAttempt, ID: w.ID, Attempt: &a}, nil
+		return Entry{Type: EntryAttempt, ID: h.ID, Attempt: &a}, nil
+	case EntryCompaction:
+		var c CompactionEntry
+		if err := json.Unmarshal(line, &c); err != nil {
+			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
+		}
+		if err := validateCompaction(c); err != nil {
+			return Entry{}, err
+		}
+		return Entry{Type: EntryCompaction, ID: h.ID, Compaction: &c}, nil
 	case "session":
 		return Entry{}, errors.New("a second session header after line 1")
 	default:
-		return Entry{}, fmt.Errorf("unknown entry type %q", w.Type)
+		return Entry{}, fmt.Errorf("unknown entry type %q", h.Type)
 	}
 }
 
@@ -147,6 +184,9 @@ func validateAttempt(a AttemptEntry) error {
 	}
 	if a.Turns < 0 || a.FinalTextLen < 0 {
 		return errors.New("attempt entry has a negative count")
+	}
+	if a.Capped != "" && a.Capped != CappedTurns && a.Capped != CappedBudget {
+		return fmt.Errorf("attempt entry has capped %q, want turns or budget", a.Capped)
 	}
 	return nil
 }
@@ -236,7 +276,7 @@ func compactObject(raw json.RawMessage) (json.RawMessage, error) {
 
 // encodeEntry validates e and returns its line with "\n".
 func encodeEntry(e Entry) ([]byte, error) {
-	w := wireEntry{Type: e.Type, ID: e.ID}
+	head := wireHead{Type: e.Type, ID: e.ID}
 	switch e.Type {
 	case EntryMessage:
 		if e.Message == nil {
@@ -246,7 +286,7 @@ func encodeEntry(e Entry) ([]byte, error) {
 		if err := validateMessage(m); err != nil {
 			return nil, err
 		}
-		w.Message = &m
+		w := wireMessage{wireHead: head, Message: &m}
 		if m.TaskRecord != nil {
 			rec, err := compactObject(m.TaskRecord)
 			if err != nil {
@@ -254,6 +294,7 @@ func encodeEntry(e Entry) ([]byte, error) {
 			}
 			w.TaskRecord = rec
 		}
+		return marshalLine(w)
 	case EntryAttempt:
 		if e.Attempt == nil {
 			return nil, errors.New("attempt entry without attempt")
@@ -261,9 +302,16 @@ func encodeEntry(e Entry) ([]byte, error) {
 		if err := validateAttempt(*e.Attempt); err != nil {
 			return nil, err
 		}
-		w.AttemptEntry = e.Attempt
+		return marshalLine(wireAttempt{wireHead: head, AttemptEntry: e.Attempt})
+	case EntryCompaction:
+		if e.Compaction == nil {
+			return nil, errors.New("compaction entry without compaction")
+		}
+		if err := validateCompaction(*e.Compaction); err != nil {
+			return nil, err
+		}
+		return marshalLine(wireCompaction{wireHead: head, CompactionEntry: e.Compaction})
 	default:
 		return nil, fmt.Errorf("unknown entry type %q", e.Type)
 	}
-	return marshalLine(w)
 }

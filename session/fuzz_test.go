@@ -50,6 +50,23 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("messages changed on rewrite:\n got %#v\nwant %#v", back.Messages, tr.Messages)
 		}
 
+		// The model's history is every message, or the last summary and
+		// then the newest messages of the file, unchanged.
+		h := tr.History()
+		if cs := tr.Compactions(); len(cs) == 0 {
+			if len(h) != len(tr.Messages) || len(h) > 0 && !reflect.DeepEqual(h, tr.Messages) {
+				t.Fatalf("history of an uncompacted file is not its messages")
+			}
+		} else {
+			if len(h) == 0 || !reflect.DeepEqual(h[0], model.SummaryMessage(cs[len(cs)-1].Summary)) {
+				t.Fatalf("history does not start with the last summary: %#v", h)
+			}
+			kept := h[1:]
+			if len(kept) > len(tr.Messages) || len(kept) > 0 && !reflect.DeepEqual(kept, tr.Messages[len(tr.Messages)-len(kept):]) {
+				t.Fatalf("history after the summary is not the newest messages of the file")
+			}
+		}
+
 		// The final line, as RepairTail finds it.
 		terminated := data[len(data)-1] == '\n'
 		body := data
@@ -192,6 +209,20 @@ func TestFuzzSeedCorpora(t *testing.T) {
 		p := newTranscript(t, Header{ID: "c", Parent: "p", Launch: &child}, sampleMessages()[:2])
 		w, _ := OpenWriter(p)
 		w.AppendAttempt(AttemptEntry{Phase: PhaseEnd, AttemptID: "a", Status: "interrupted", Reason: "host lost"})
+		w.Close()
+		return readFile(t, p)
+	}()
+	opens["compacted"] = func() []byte {
+		p := newTranscript(t, Header{}, nil)
+		w, _ := OpenWriter(p)
+		var ids []string
+		for _, m := range sampleMessages() {
+			e, _ := w.AppendMessage(m)
+			ids = append(ids, e.ID)
+		}
+		w.AppendCompaction(CompactionEntry{Summary: "found login", FirstKept: ids[1], TokensBefore: 9000, Usage: &model.Usage{Input: 8000, Output: 40}})
+		w.AppendMessage(model.UserText("and logout?"))
+		w.AppendCompaction(CompactionEntry{Summary: "found login; asked about logout"})
 		w.Close()
 		return readFile(t, p)
 	}()

@@ -30,9 +30,12 @@ func TestOnDiskFormatGolden(t *testing.T) {
 		m := m
 		entries = append(entries, Entry{Type: EntryMessage, ID: "m" + string(rune('1'+i)), Message: &m})
 	}
+	entries = append(entries, Entry{Type: EntryCompaction, ID: "k1", Compaction: &CompactionEntry{Summary: "Searched for login; found src/auth/login.go.",
+		FirstKept: "m2", TokensBefore: 182000, Trigger: "threshold", Usage: &model.Usage{Input: 150000, Output: 900, CacheRead: 30000}, Time: when.Add(30 * time.Second)}})
 	entries = append(entries, Entry{Type: EntryAttempt, ID: "e2", Attempt: &AttemptEntry{Phase: PhaseEnd, AttemptID: "a1", Epoch: 2, Pid: 4242,
 		Time: when.Add(time.Minute), Status: StatusInterrupted, Reason: "host lost", Turns: 2,
-		Usage: &model.Usage{Input: 1200, Output: 80, Incomplete: true}, FinalTextLen: 5, FinalText: "Entry"}})
+		Usage: &model.Usage{Input: 1200, Output: 80, Incomplete: true}, FinalTextLen: 5, FinalText: "Entry", Capped: CappedTurns,
+		Health: []string{"the same call to grep {\"pattern\":\"login\"} in 5 consecutive turns (turns 2-6)"}}})
 	for _, e := range entries {
 		line, err := encodeEntry(e)
 		if err != nil {
@@ -56,5 +59,8 @@ func TestOnDiskFormatGolden(t *testing.T) {
 	tr, err := parseTranscript(golden, want)
 	if err != nil || len(tr.Entries) != len(entries) || tr.Torn != nil {
 		t.Fatalf("golden file does not read back: %v", err)
+	}
+	if h := tr.History(); len(h) != 5 || h[0].Role != model.RoleUser || h[1].StopReason != "toolUse" || len(tr.Messages) != 5 {
+		t.Errorf("history of the golden file = %d messages starting %+v; want the summary and m2..m5, with all 5 messages kept", len(h), h[0])
 	}
 }

@@ -155,6 +155,11 @@ func TestParseTaskRecord(t *testing.T) {
 		{"rejected with usage", "task_rejected.json", map[string]any{"usage": map[string]any{"input": 1, "output": 1}}, "rejected"},
 		{"rejected with binding", "task_rejected.json", map[string]any{"binding": map[string]any{"provider": "openai", "model": "m"}}, "rejected"},
 		{"wrong type", "task.json", map[string]any{"turns": "3"}, "cannot unmarshal"},
+		{"capped by budget", "task.json", map[string]any{"capped": "budget"}, ""},
+		{"unknown cap", "task.json", map[string]any{"capped": "time"}, "capped"},
+		{"blank health line", "task.json", map[string]any{"health": []any{" "}}, "blank"},
+		{"rejected with health", "task_rejected.json", map[string]any{"health": []any{"x"}}, "rejected"},
+		{"rejected and capped", "task_rejected.json", map[string]any{"capped": "turns"}, "rejected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

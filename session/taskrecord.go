@@ -52,7 +52,21 @@ type TaskRecord struct {
 	Transcript  *TranscriptRef   `json:"transcript,omitempty"`
 	Worktree    *WorktreeOutcome `json:"worktree,omitempty"`
 	Usage       *model.Usage     `json:"usage,omitempty"`
+	// Capped says that the child was stopped by a cap and its text is a
+	// wrap-up answer, not a confirmed completion: CappedTurns (its turn
+	// cap) or CappedBudget (the tree's token budget).
+	Capped string `json:"capped,omitempty"`
+	// Health lists what the health watch observed during the attempt (a
+	// call repeated turn after turn, edits failing again and again, a tool
+	// open too long), one line each. Observations, not verdicts.
+	Health []string `json:"health,omitempty"`
 }
+
+// Caps a child can be stopped by (TaskRecord.Capped, AttemptEntry.Capped).
+const (
+	CappedTurns  = "turns"
+	CappedBudget = "budget"
+)
 
 // TranscriptRef says where the child's transcript is, or why there is none.
 type TranscriptRef struct {
@@ -148,12 +162,21 @@ func (r TaskRecord) Validate() error {
 	if u := r.Usage; u != nil && (u.Input < 0 || u.Output < 0 || u.CacheRead < 0 || u.CacheWrite < 0) {
 		bad("usage has a negative count")
 	}
+	if r.Capped != "" && r.Capped != CappedTurns && r.Capped != CappedBudget {
+		bad("capped %q is not one of turns, budget", r.Capped)
+	}
+	for _, h := range r.Health {
+		if strings.TrimSpace(h) == "" {
+			bad("health holds a blank line")
+			break
+		}
+	}
 	if r.Launched && r.ChildID == "" {
 		bad("a launched record has no childId")
 	}
 	if r.Status == StatusRejected {
-		if r.Launched || r.Turns != 0 || r.ChildID != "" || r.Usage != nil || r.Binding != nil {
-			bad("a rejected record must not be launched and has no turns, childId, usage or binding")
+		if r.Launched || r.Turns != 0 || r.ChildID != "" || r.Usage != nil || r.Binding != nil || r.Capped != "" || len(r.Health) > 0 {
+			bad("a rejected record must not be launched and has no turns, childId, usage, binding, capped or health")
 		}
 	}
 	if len(errs) > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/inkdev/ink/model"
 )
@@ -21,8 +22,9 @@ type Transcript struct {
 	// Entries holds every entry after the header in file order, the torn
 	// final line (if any) excluded.
 	Entries []Entry
-	// Messages holds the messages of the message entries in order, each
-	// with its TaskRecord restored.
+	// Messages holds the messages of every message entry in order, each
+	// with its TaskRecord restored: the whole record, compacted or not.
+	// History gives what a model sees.
 	Messages []model.Message
 	// Torn describes a final line that is not a complete entry (left out of
 	// Entries) or a complete final entry lacking its "\n" (kept in
@@ -30,6 +32,8 @@ type Transcript struct {
 	Torn *TornTail
 	// Size is the file size that was read.
 	Size int64
+
+	view View // the model's history, rebuilt from the last compaction
 }
 
 // TornTail describes the end of a transcript that an interrupted write left
@@ -51,7 +55,8 @@ type TornTail struct {
 // Open reads and parses the whole transcript at path. A torn or invalid
 // final line is left out and described in Torn; an invalid line anywhere
 // before it is an error naming the file and line ("PATH:LINE: ..."), never
-// skipped. Symlinks, directories, empty files and files without a valid
+// skipped. So is a compaction entry, wherever it is, whose retained tail
+// does not start at a message the model saw: a crash cannot write one. Symlinks, directories, empty files and files without a valid
 // header are refused with an error saying so (a header whose launch record
 // is invalid wraps ErrInvalidLaunch; a non-regular file wraps ErrNotRegular).
 func Open(path string) (*Transcript, error) {
@@ -108,6 +113,9 @@ func parseTranscript(path string, data []byte) (*Transcript, error) {
 			case err != nil:
 				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
 			default:
+				if err := t.view.Apply(e); err != nil {
+					return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged, so ink will not guess what the model saw (start a new session)", path, lineNo, err)
+				}
 				e.Line, e.Offset = lineNo, int64(start)
 				t.Entries = append(t.Entries, e)
 				if e.Message != nil {
@@ -129,6 +137,43 @@ func tornReason(err error, terminated bool) string {
 		return "incomplete final line (" + err.Error() + ")"
 	}
 	return "invalid final line (" + err.Error() + ")"
+}
+
+// History returns the messages a model sees when the transcript is
+// continued: every message when it was never compacted, else the summary of
+// its last compaction (model.SummaryMessage) followed by the messages from
+// that compaction's retained tail on. Resume seeds the agent with it.
+func (t *Transcript) History() []model.Message {
+	return t.view.Messages()
+}
+
+// View returns the model's history with the entry id of each message (see
+// History); the caller owns the copy and may apply later entries to it.
+func (t *Transcript) View() *View {
+	return &View{msgs: slices.Clone(t.view.msgs), ids: slices.Clone(t.view.ids)}
+}
+
+// CallIDs returns the id of every tool call in the transcript, compacted
+// parts included, so that a continued run never reuses one.
+func (t *Transcript) CallIDs() []string {
+	var out []string
+	for _, m := range t.Messages {
+		for _, c := range m.ToolCalls {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// Compactions returns the compaction entries in file order.
+func (t *Transcript) Compactions() []CompactionEntry {
+	var out []CompactionEntry
+	for _, e := range t.Entries {
+		if e.Compaction != nil {
+			out = append(out, *e.Compaction)
+		}
+	}
+	return out
 }
 
 // Attempts returns the attempt entries in file order.

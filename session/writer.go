@@ -156,6 +156,25 @@ func (w *Writer) AppendAttempt(a AttemptEntry) error {
 	return w.append(&e, line, true)
 }
 
+// AppendCompaction appends a compaction entry (Time defaults to now),
+// fsyncs, and returns the entry as written. The caller checks FirstKept
+// against the history it holds (View.FirstKept); a reader refuses a
+// transcript whose compaction keeps a message the model did not see.
+func (w *Writer) AppendCompaction(c CompactionEntry) (Entry, error) {
+	if c.Time.IsZero() {
+		c.Time = time.Now().UTC()
+	}
+	e := Entry{Type: EntryCompaction, ID: NewID(), Compaction: &c}
+	line, err := encodeEntry(e)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append compaction to %s: %w", w.path, err)
+	}
+	if err := w.append(&e, line, true); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
 // append writes line with one write call and records its position in e.
 func (w *Writer) append(e *Entry, line []byte, sync bool) error {
 	w.mu.Lock()

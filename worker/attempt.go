@@ -39,8 +39,8 @@ type outcome struct {
 	Turns  int
 	Usage  model.Usage
 	Epoch  int64
-	Health []string
-	Capped string
+	Capped string   // loop.CappedTurns or CappedBudget: Text is a wrap-up answer
+	Health []string // the loop's health observations
 }
 
 // stopReason is the first reason an attempt was asked to stop; later ones
@@ -75,6 +75,11 @@ type attempt struct {
 	pendingMu sync.Mutex
 	pending   map[string]chan ipc.TaskAnswer
 	nextCorr  atomic.Uint64
+
+	// reserved are the call ids of the transcript being continued: calls of
+	// a compacted part are not in the model's history, but new calls must
+	// not reuse their ids.
+	reserved []string
 
 	// acked is closed when the host acknowledges the outcome.
 	acked   chan struct{}
@@ -242,7 +247,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		}
 	}()
 
-	w, history, refused := a.openTranscript(l)
+	w, view, refused := a.openTranscript(l)
 	if refused != nil {
 		refused.Epoch = epoch
 		return *refused
@@ -253,11 +258,12 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch}
 	}
 	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
-	if _, err := w.AppendMessage(prompt); err != nil {
+	pe, err := w.AppendMessage(prompt)
+	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
 	}
 	a.event(event.Message{Message: prompt})
-	history = append(history, prompt)
+	_ = view.Apply(pe)
 
 	pool, closeTools, err := a.toolPool()
 	if err != nil {
@@ -278,9 +284,12 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			System: sp.System, Model: sp.Binding.Model, MaxTokens: sp.MaxTokens,
 			Thinking: sp.Thinking, Agent: sp.Agent, Depth: sp.Depth,
 		},
-		Tools:       pool,
-		History:     history,
-		MaxParallel: sp.MaxParallel,
+		Tools:           pool,
+		History:         view.Messages(),
+		ReservedCallIDs: a.reserved,
+		MaxParallel:     sp.MaxParallel,
+		ContextWindow:   model.ContextWindow(sp.Binding),
+		Health:          loop.HealthOptions{Off: os.Getenv("INK_HEALTH") == "0"},
 		OnMessage: func(m model.Message) error {
 			if err := l.Check(); err != nil {
 				return err
@@ -290,18 +299,41 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 				// the call open so that continuing this session answers it
 				// from the child's own transcript, naming the child.
 				a.log.Info("Task call left open: the supervisor was lost before its answer")
+				_ = view.Apply(session.Entry{Type: session.EntryMessage, Message: &m})
 				return nil
 			}
-			if _, err := w.AppendMessage(m); err != nil {
+			e, err := w.AppendMessage(m)
+			if err != nil {
 				return fmt.Errorf("transcript write: %w", err)
 			}
+			_ = view.Apply(e)
 			l.Progress()
 			a.event(event.Message{Message: m})
 			return nil
 		},
+		OnCompaction: func(c loop.Compaction) error {
+			if err := l.Check(); err != nil {
+				return err
+			}
+			first, err := view.FirstKept(c.Kept)
+			if err != nil {
+				return err
+			}
+			u := c.Usage
+			e, err := w.AppendCompaction(session.CompactionEntry{Summary: c.Summary, FirstKept: first, TokensBefore: c.TokensBefore, Trigger: c.Trigger, Usage: &u})
+			if err != nil {
+				return fmt.Errorf("transcript write: %w", err)
+			}
+			if err := view.Apply(e); err != nil {
+				return err
+			}
+			l.Progress()
+			a.event(event.Compaction{Trigger: c.Trigger, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Window: c.Window, Kept: c.Kept, Replaced: c.Replaced, FirstKept: first, Usage: &u})
+			return nil
+		},
 		OnEvent: a.loopEvent(l),
 	})
-	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted}
+	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted, Capped: res.Capped, Health: res.Health}
 	if runErr != nil {
 		switch {
 		case ctx.Err() != nil && a.stop.status != "":
@@ -339,7 +371,7 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	err := w.AppendAttempt(session.AttemptEntry{
 		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
 		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
-		FinalTextLen: len(out.Text), FinalText: out.Text,
+		FinalTextLen: len(out.Text), FinalText: out.Text, Capped: out.Capped, Health: out.Health,
 	})
 	if err != nil {
 		a.log.Error("Attempt end entry not written", "err", err)
@@ -351,11 +383,12 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 }
 
 // openTranscript creates or continues the transcript under the lease and
-// returns the writer and the history to seed the loop with. A non-nil
-// outcome means the attempt is refused and nothing was written.
-func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Message, *outcome) {
+// returns the writer and the model's history to seed the loop with, rebuilt
+// from the last compaction and kept in step with every entry written. A
+// non-nil outcome means the attempt is refused and nothing was written.
+func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View, *outcome) {
 	sp := a.spec
-	refuse := func(format string, args ...any) (*session.Writer, []model.Message, *outcome) {
+	refuse := func(format string, args ...any) (*session.Writer, *session.View, *outcome) {
 		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
 	}
 	if sp.Create != nil {
@@ -363,7 +396,7 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
-		return w, nil, nil
+		return w, session.NewView(), nil
 	}
 	tr, err := session.Open(sp.Transcript)
 	if err != nil {
@@ -399,17 +432,20 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, []model.Messa
 		repairs = append(repairs, session.UnknownOutcomeResults(scan.Missing)...)
 	}
 	inCallOrder(msgs, repairs)
+	a.reserved = tr.CallIDs()
+	view := tr.View()
 	for _, m := range repairs {
-		if _, err := w.AppendMessage(m); err != nil {
+		e, err := w.AppendMessage(m)
+		if err != nil {
 			w.Close()
 			return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
 		}
-		msgs = append(msgs, m)
+		_ = view.Apply(e)
 	}
 	if len(repairs) > 0 {
 		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
 	}
-	return w, msgs, nil
+	return w, view, nil
 }
 
 // danglingAnswers keeps the answers whose tool call is in msgs without a
@@ -520,6 +556,8 @@ func (a *attempt) loopEvent(l *lease.Lease) func(loop.Event) {
 			if e.Delta != nil && e.Delta.Type == "retry" {
 				a.event(event.Warning{Text: a.redact.text(e.Delta.Text, "a provider warning")})
 			}
+		case loop.EventWarning:
+			a.event(event.Warning{Text: e.Text})
 		case loop.EventToolStart:
 			if e.Call != nil {
 				a.event(event.ToolStart{ID: e.Call.ID, Name: e.Call.Name, Args: e.Call.Args})

@@ -150,8 +150,8 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	if strings.Join(order, ",") != "t1,t2" {
 		t.Fatalf("repairs in order %v, want t1,t2", order)
 	}
-	if len(history) != 5 {
-		t.Fatalf("history has %d messages, want 5", len(history))
+	if history.Len() != 5 {
+		t.Fatalf("history has %d messages, want 5", history.Len())
 	}
 	if len(stream.sent) != 1 {
 		t.Fatalf("want one warning event, got %v", stream.sent)

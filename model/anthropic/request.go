@@ -39,6 +39,11 @@ func buildParams(req model.Request, modelID string) (sdk.MessageNewParams, error
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
+	if req.TextOnly && len(p.Tools) > 0 {
+		// The tools stay described (a history with tool_use blocks needs
+		// them) but none may be called.
+		p.ToolChoice = sdk.ToolChoiceUnionParam{OfNone: &sdk.ToolChoiceNoneParam{}}
+	}
 
 	maxTokens := int64(req.MaxTokens)
 	userSetMax := maxTokens > 0

@@ -43,6 +43,11 @@ func (p *Provider) buildParams(req model.Request, modelID string) (sdk.ChatCompl
 		}
 		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(fd))
 	}
+	if req.TextOnly && len(params.Tools) > 0 {
+		// The tools stay described (a history with tool calls needs them)
+		// but none may be called.
+		params.ToolChoice = sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(string(sdk.ChatCompletionToolChoiceOptionAutoNone))}
+	}
 	if req.MaxTokens > 0 {
 		if p.cfg.LegacyMaxTokens {
 			params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
@@ -50,11 +55,30 @@ func (p *Provider) buildParams(req model.Request, modelID string) (sdk.ChatCompl
 			params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
 		}
 	}
-	level := strings.ToLower(strings.TrimSpace(req.Thinking))
-	if p.cfg.ReasoningEffort && takesReasoningEffort(modelID) && level != "" && level != "off" {
-		params.ReasoningEffort = shared.ReasoningEffort(level)
+	if effort := reasoningEffort(req.Thinking, modelID); p.cfg.ReasoningEffort && takesReasoningEffort(modelID) && effort != "" {
+		params.ReasoningEffort = effort
 	}
 	return params, nil
+}
+
+// reasoningEffort maps ink's thinking levels to the reasoning_effort values
+// OpenAI accepts: minimal (GPT-5 only; low on the o-series), low, medium,
+// high; "xhigh" and "max" ask for the most there is. "" and "off" send none.
+func reasoningEffort(level, modelID string) shared.ReasoningEffort {
+	switch strings.ToLower(strings.TrimSpace(level)) {
+	case "minimal":
+		if strings.HasPrefix(strings.ToLower(modelID), "gpt-5") {
+			return shared.ReasoningEffortMinimal
+		}
+		return shared.ReasoningEffortLow
+	case "low":
+		return shared.ReasoningEffortLow
+	case "medium":
+		return shared.ReasoningEffortMedium
+	case "high", "xhigh", "max":
+		return shared.ReasoningEffortHigh
+	}
+	return ""
 }
 
 // takesReasoningEffort reports whether an OpenAI model accepts

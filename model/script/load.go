@@ -264,6 +264,19 @@ func (l *loader) integer(f field, min int64) (int64, error) {
 	return i, nil
 }
 
+// boolean reads a true or false value.
+func (l *loader) boolean(f field) (bool, error) {
+	n, err := l.resolve(f.value)
+	if err != nil {
+		return false, err
+	}
+	v, ok := n.(*ast.BoolNode)
+	if !ok {
+		return false, l.errorf(f.node(), "%s needs true or false, not %s (write %s: true)", f.key, describe(n), f.key)
+	}
+	return v.Value, nil
+}
+
 // pattern reads and compiles a regexp value.
 func (l *loader) pattern(f field) (*regexp.Regexp, error) {
 	s, err := l.str(f)
@@ -277,16 +290,36 @@ func (l *loader) pattern(f field) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// script reads the top level: `rules:` and nothing else.
+// script reads the top level: `rules:` and an optional `contextWindow:`.
 func (l *loader) script(body ast.Node) (*Script, error) {
-	fields, err := l.mapping(body, "the script", "rules")
+	fields, err := l.mapping(body, "the script", "rules", "contextWindow")
 	if err != nil {
 		return nil, err
 	}
-	if len(fields) == 0 {
+	s := &Script{path: l.path}
+	var rules *field
+	for i := range fields {
+		switch fields[i].key {
+		case "rules":
+			rules = &fields[i]
+		case "contextWindow":
+			f := fields[i]
+			if n, err := l.resolve(f.value); err != nil {
+				return nil, err
+			} else if _, ok := n.(*ast.IntegerNode); !ok {
+				return nil, l.errorf(f.node(), "contextWindow needs a whole number of tokens, not %s (write e.g. contextWindow: 8000)", describe(n))
+			}
+			w, err := l.integer(f, 1)
+			if err != nil {
+				return nil, err
+			}
+			s.contextWindow = w
+		}
+	}
+	if rules == nil {
 		return nil, l.errorf(body, "the script has no `rules` key (write `rules:` followed by a list of rules, each with `when` and `reply`)")
 	}
-	f := fields[0]
+	f := *rules
 	n, err := l.resolve(f.value)
 	if err != nil {
 		return nil, err
@@ -301,7 +334,6 @@ func (l *loader) script(body ast.Node) (*Script, error) {
 	if len(seq.Values) == 0 {
 		return nil, l.errorf(seq, "the rules list is empty (add at least one rule with a `reply`)")
 	}
-	s := &Script{path: l.path}
 	for _, item := range seq.Values {
 		r, err := l.rule(item)
 		if err != nil {
@@ -347,7 +379,7 @@ func (l *loader) condition(f field) (condition, error) {
 	} else if _, null := n.(*ast.NullNode); null || n == nil {
 		return c, nil
 	}
-	fields, err := l.mapping(f.value, "when", "agent", "depth", "user", "tool", "result", "turn")
+	fields, err := l.mapping(f.value, "when", "agent", "depth", "user", "tool", "result", "turn", "compaction")
 	if err != nil {
 		return c, err
 	}
@@ -379,6 +411,10 @@ func (l *loader) condition(f field) (condition, error) {
 			}
 		case "result":
 			if c.result, err = l.pattern(f); err != nil {
+				return c, err
+			}
+		case "compaction":
+			if c.compaction, err = l.boolean(f); err != nil {
 				return c, err
 			}
 		case "tool":

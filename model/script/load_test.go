@@ -23,7 +23,11 @@ func TestLoadRejectsBadScripts(t *testing.T) {
 		line int
 		want string // a fragment the message must hold
 	}{
-		{"unknown_top_key", 3, `unknown key "model" in the script (allowed: rules)`},
+		{"unknown_top_key", 3, `unknown key "model" in the script (allowed: rules, contextWindow)`},
+		{"context_window_zero", 1, "contextWindow must be at least 1, not 0"},
+		{"context_window_not_int", 3, `contextWindow needs a whole number of tokens, not the string "8k" (write e.g. contextWindow: 8000)`},
+		{"context_window_without_rules", 1, "the script has no `rules` key"},
+		{"compaction_not_bool", 2, `compaction needs true or false, not the string "yes"`},
 		{"unknown_rule_key", 3, `unknown key "name" in a rule (allowed: when, reply)`},
 		{"unknown_when_key", 4, `unknown key "users" in when`},
 		{"unknown_reply_key", 5, `unknown key "stop" in reply`},

@@ -14,6 +14,9 @@ func (s *Script) match(req model.Request) (rule, bool) {
 
 // holds reports whether every condition given in c holds for req.
 func (c condition) holds(req model.Request) bool {
+	if c.compaction != req.Compaction {
+		return false
+	}
 	if c.agent != nil && *c.agent != req.Agent {
 		return false
 	}

@@ -13,6 +13,7 @@
 //	      tool: grep       # a result of this tool since the last assistant message
 //	      result: "auth/"  # regexp on such a result (of `tool` when given)
 //	      turn: 2          # Request.Turn, 1-based
+//	      compaction: true # the request for a compaction summary (see below)
 //	    reply:
 //	      text: "Entry point is src/auth/login.go"
 //	      calls:
@@ -25,6 +26,18 @@
 // unknown key anywhere (outside a call's args), a bad regexp, a bad duration,
 // a value of the wrong type and an empty rule list, each as
 // "PATH:LINE: what is wrong (how to fix)".
+//
+// Two things exist for the agent loop's compaction. A top-level
+// `contextWindow: N` (tokens) is the window the script reports
+// (model.WindowReporter), so that replies with a scripted `usage` make the
+// loop compact at a chosen turn. The request for a compaction summary
+// (model.Request.Compaction) is answered only by a rule with
+// `compaction: true`, and such a rule answers nothing else (its `turn` is
+// the turn the compaction is made for, which tells compactions apart); a
+// reply whose
+// `error` says the prompt is too long fails as a real provider's context
+// overflow does (model.KindContextLength), with zero usage unless the reply
+// gives one.
 package script
 
 import (
@@ -48,11 +61,15 @@ const ModelName = "script"
 // Script is a loaded script model. It is immutable after Load and safe for
 // concurrent use; it holds no resource that needs closing.
 type Script struct {
-	path  string
-	rules []rule
+	path          string
+	rules         []rule
+	contextWindow int64 // 0 = not given
 }
 
-var _ model.Provider = (*Script)(nil)
+var (
+	_ model.Provider       = (*Script)(nil)
+	_ model.WindowReporter = (*Script)(nil)
+)
 
 // rule is one entry of the rules list.
 type rule struct {
@@ -69,6 +86,9 @@ type condition struct {
 	tool   *string
 	result *regexp.Regexp
 	turn   *int
+	// compaction: the rule answers the compaction summary request, and
+	// only it.
+	compaction bool
 }
 
 // reply holds the `reply` of a rule.
@@ -89,6 +109,10 @@ type scriptedCall struct {
 
 // Path returns the file the script was loaded from.
 func (s *Script) Path() string { return s.path }
+
+// ContextWindow returns the script's top-level contextWindow, 0 when it
+// gives none.
+func (s *Script) ContextWindow() int64 { return s.contextWindow }
 
 // Stream answers req with the reply of the first matching rule, calling
 // onDelta (which may be nil) with the text and then each tool call.
@@ -130,11 +154,17 @@ func (s *Script) Stream(ctx context.Context, req model.Request, onDelta func(mod
 		onDelta(model.Delta{Type: "text", Text: r.reply.text})
 	}
 	if r.reply.hasError {
+		err := replyError(r.reply.errText)
 		u := r.reply.estimate(req, nil)
 		u.Incomplete = true
+		if model.IsContextOverflow(err) && r.reply.usage == nil {
+			// A provider refuses such a request before reading it: it
+			// costs nothing.
+			u = model.Usage{}
+		}
 		msg.Usage = &u
 		msg.StopReason = "error"
-		return msg, errors.New(r.reply.errText)
+		return msg, err
 	}
 
 	suffix := randomSuffix()
@@ -184,6 +214,19 @@ func (rp reply) estimate(req model.Request, calls []model.ToolCall) model.Usage 
 	return model.Usage{Input: int64((in + 3) / 4), Output: int64((out + 3) / 4)}
 }
 
+// replyError is the error of a reply with `error`: a context overflow when
+// the text says the prompt is too long, as a provider's would be, else the
+// text as it is.
+func replyError(text string) error {
+	if model.IsContextLengthMessage(text) {
+		return &model.ProviderError{
+			Provider: "script", Kind: model.KindContextLength, Status: 400, Reason: "context too long",
+			Message: "script: the conversation is longer than the model's context window: " + text,
+		}
+	}
+	return errors.New(text)
+}
+
 // randomSuffix returns 8 random hex digits, so that call ids never collide
 // across turns, attempts or resumed transcripts.
 func randomSuffix() string {
@@ -208,6 +251,9 @@ func (s *Script) noMatch(req model.Request) error {
 		tools = append(tools, r.ToolName)
 	}
 	desc := fmt.Sprintf("agent %q, depth %d, turn %d, newest user message %q", req.Agent, req.Depth, req.Turn, user)
+	if req.Compaction {
+		return fmt.Errorf("script %s: no rule answers the compaction summary request (%s); add a rule with `when: {compaction: true}` whose reply text is the summary", s.path, desc)
+	}
 	if len(tools) > 0 {
 		desc += fmt.Sprintf(", results of %s", strings.Join(tools, ", "))
 	}
