@@ -198,6 +198,9 @@ func (d *Display) Handle(e event.Envelope) {
 		if b.Rejected > 0 {
 			line += fmt.Sprintf(" (%d task call(s) rejected)", b.Rejected)
 		}
+		if b.Budget != nil {
+			line += fmt.Sprintf("; the tree spent %s of its %s-token budget", orchestrator.CompactTokens(b.Budget.Spent), orchestrator.CompactTokens(b.Budget.Limit))
+		}
 	}
 	if line == "" {
 		return

@@ -161,6 +161,16 @@ type RunEnd struct {
 	Transcript string                 `json:"transcript,omitempty"`
 	// Rejected counts the task calls refused before anything ran.
 	Rejected int `json:"rejected,omitempty"`
+	// Budget is the run's token budget and what the tree spent of it,
+	// when the run had one.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is a run's token budget (--budget) and the tokens the whole tree
+// spent, counted as model.Usage.Total counts them.
+type Budget struct {
+	Limit int64 `json:"limit"`
+	Spent int64 `json:"spent"`
 }
 
 func (Message) Kind() string     { return KindMessage }

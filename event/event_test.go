@@ -27,7 +27,7 @@ func samples() []Event {
 		TaskStart{ChildID: "c", AgentName: "scout", Child: "main/3", ToolCallID: "t1", Worktree: "/wt", AttemptID: "a2", Pid: 43, Resumed: true, Sandbox: "read-only"},
 		TaskEnd{ChildID: "c", Status: "completed", Reason: "r", Turns: 2, Usage: &u, Transcript: "/c.jsonl", ToolCallID: "t1", AttemptID: "a2",
 			Worktree: &session.WorktreeOutcome{Path: "/wt", Branch: "ink/c", Disposition: "kept-work", Detail: "1 file"}, Health: []string{"h"}},
-		RunEnd{Status: "completed", Text: "done", Turns: 4, Usage: map[string]model.Usage{"main": u}, Transcript: "/t.jsonl", Rejected: 1},
+		RunEnd{Status: "completed", Text: "done", Turns: 4, Usage: map[string]model.Usage{"main": u}, Transcript: "/t.jsonl", Rejected: 1, Budget: &Budget{Limit: 2000000, Spent: 1234}},
 	}
 }
 

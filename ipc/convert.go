@@ -37,6 +37,8 @@ func hostToPB(m HostMsg) (*pb.HostMsg, error) {
 		}}}, nil
 	case Ack:
 		return &pb.HostMsg{Msg: &pb.HostMsg_Ack{Ack: &pb.Ack{}}}, nil
+	case Budget:
+		return &pb.HostMsg{Msg: &pb.HostMsg_Budget{Budget: &pb.Budget{Remaining: v.Remaining}}}, nil
 	}
 	return nil, fmt.Errorf("ipc: cannot send %T to a worker", m)
 }
@@ -63,6 +65,8 @@ func hostFromPB(m *pb.HostMsg) (HostMsg, error) {
 		return a, nil
 	case *pb.HostMsg_Ack:
 		return Ack{}, nil
+	case *pb.HostMsg_Budget:
+		return Budget{Remaining: v.Budget.GetRemaining()}, nil
 	}
 	return nil, fmt.Errorf("ipc: the host sent a message this worker does not know (%T); the ink binary may have changed underneath", m.GetMsg())
 }

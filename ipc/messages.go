@@ -37,6 +37,14 @@ type TaskAnswer struct {
 // exit.
 type Ack struct{}
 
+// Budget tells the worker how many tokens the whole tree of agents may
+// still spend (negative when overspent); the supervisor sends it whenever
+// the tree's spending changes.
+type Budget struct {
+	Remaining int64
+}
+
+func (Budget) isHostMsg()     {}
 func (Run) isHostMsg()        {}
 func (Cancel) isHostMsg()     {}
 func (TaskAnswer) isHostMsg() {}

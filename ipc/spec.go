@@ -53,6 +53,15 @@ type AttemptSpec struct {
 	SandboxExplicit bool     `json:"sandboxExplicit,omitempty"`
 	Writable        []string `json:"writable,omitempty"`
 
+	// MaxTurns caps the attempt's model turns (0: none); ContextWindow
+	// overrides the model's context window in tokens (0: the model's own).
+	// Budget is the tree's token budget (0: none) and BudgetRemaining what
+	// was left of it at launch; Budget messages keep it current.
+	MaxTurns        int   `json:"maxTurns,omitempty"`
+	ContextWindow   int64 `json:"contextWindow,omitempty"`
+	Budget          int64 `json:"budget,omitempty"`
+	BudgetRemaining int64 `json:"budgetRemaining,omitempty"`
+
 	MaxParallel       int           `json:"maxParallel,omitempty"`
 	HeartbeatInterval time.Duration `json:"heartbeatInterval,omitempty"`
 

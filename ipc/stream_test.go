@@ -56,6 +56,7 @@ func TestTypedMessagesRoundTrip(t *testing.T) {
 		Cancel{Status: StatusTimeout, Reason: "timed out after 2s"},
 		TaskAnswer{CorrelationID: "c1", Content: "done", IsError: true, Record: rec},
 		TaskAnswer{CorrelationID: "c2", Content: "no record"},
+		Budget{Remaining: -12},
 		Ack{},
 	}
 	worker := []WorkerMsg{

@@ -60,6 +60,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		ChildID: child.sessionID, Launched: res.Launched, Agent: child.agent, Binding: &child.binding,
 		Cwd: child.cwd, Tools: sortedCopy(child.tools), Status: res.Status, Reason: clip(res.Reason, session.MaxReasonRunes),
 		Turns: res.Turns, TextPresent: strings.TrimSpace(res.Text) != "",
+		Capped: res.Capped, Health: res.Health,
 	}
 	if e.timeout > 0 {
 		rec.TimeoutMs = e.timeout.Milliseconds()
@@ -86,7 +87,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	in := resultInput{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, Turns: res.Turns, Usage: res.Usage,
 		Timeout: e.timeout.String(), ChildID: child.sessionID, Prompt: e.args.Prompt, WorktreeLines: wtLines,
-		Health: res.Health, Capped: res.Capped, Shell: parent.shell,
+		Health: res.Health, Capped: res.Capped, MaxTurns: e.spec.MaxTurns, Shell: parent.shell,
 	}
 	if present {
 		in.Transcript = child.transcript

@@ -63,6 +63,17 @@ type Config struct {
 	// HeartbeatInterval is the workers' lease heartbeat; default 1 s.
 	HeartbeatInterval time.Duration
 
+	// MaxTurns caps every agent's model turns per attempt (--max-turns; 0:
+	// none); a capped agent gets one last turn without tools to answer.
+	MaxTurns int
+	// ContextWindow overrides every model's context window in tokens
+	// (--context-window; 0: each model's own).
+	ContextWindow int64
+	// Budget is the tokens the whole tree may spend (--budget; 0: no
+	// limit). Agents land softly as it nears its end; then no more
+	// children start.
+	Budget int64
+
 	// Sandbox is the bash sandbox mode the user asked for (--sandbox);
 	// empty means each agent's profile or default decides. Writable lists
 	// extra directories bash may write (--writable), absolute.
@@ -95,6 +106,7 @@ type Orchestrator struct {
 	pub      publisher
 	live     liveSet
 	usage    usageBook
+	budget   treeBudget
 
 	env    map[string]string // cfg.Environ by name
 	redact *secret.Redactor
@@ -153,6 +165,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
 	}
 	o.pub.sink = cfg.Sink
+	o.budget.limit = cfg.Budget
 	return o, nil
 }
 
@@ -203,6 +216,19 @@ func (l *liveSet) remove(w Worker) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.m, w)
+}
+
+// each calls f for every running worker.
+func (l *liveSet) each(f func(Worker)) {
+	l.mu.Lock()
+	live := make([]Worker, 0, len(l.m))
+	for w := range l.m {
+		live = append(live, w)
+	}
+	l.mu.Unlock()
+	for _, w := range live {
+		f(w)
+	}
 }
 
 func (l *liveSet) killAll() {

@@ -124,6 +124,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	content, isErr := composeResult(resultInput{
 		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
 		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
+		Capped: end.Capped, Health: end.Health,
 	})
 	content = "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\n" + content
 	rec := session.TaskRecord{
@@ -131,6 +132,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,
 		TextPresent: strings.TrimSpace(end.FinalText) != "", Usage: &u, Cwd: ctr.Header.Cwd,
 		Transcript: &session.TranscriptRef{Present: true, Path: childPath},
+		Capped: end.Capped, Health: end.Health,
 	}
 	if l := ctr.Header.Launch; l != nil {
 		b := l.Binding

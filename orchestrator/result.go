@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -92,6 +93,7 @@ type resultInput struct {
 	ExtraLines    []string // repair notes, lifetime line, …
 	Health        []string // health observations
 	Capped        string   // "turns" or "budget" when the child was wrapped up early
+	MaxTurns      int      // the turn cap it ran under (for a "turns" cap)
 	// Shell selects hints for a person at a shell (`ink task --resume`)
 	// rather than for a model (`task({resume: …})`).
 	Shell bool
@@ -181,7 +183,7 @@ func cappedLine(in resultInput) string {
 	if in.Capped == "budget" {
 		return "[task] the run's token budget ran out; this is the child's wrap-up answer, not a confirmed completion."
 	}
-	return fmt.Sprintf("[task] hit the %d-turn cap; this is the child's wrap-up answer, not a confirmed completion.", in.Turns)
+	return fmt.Sprintf("[task] hit the %d-turn cap; this is the child's wrap-up answer, not a confirmed completion.", cmp.Or(in.MaxTurns, in.Turns))
 }
 
 func cappedWhy(capped string) string {

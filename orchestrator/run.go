@@ -102,7 +102,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	}
 	o.pub.emit("main", ar.sessionID, event.RunEnd{
 		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: out.Turns,
-		Usage: out.PerAgent, Transcript: out.Transcript, Rejected: int(o.pub.rejected.Load()),
+		Usage: out.PerAgent, Transcript: out.Transcript, Rejected: int(o.pub.rejected.Load()), Budget: o.budget.report(),
 	})
 	return out, nil
 }

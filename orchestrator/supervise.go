@@ -94,6 +94,7 @@ type taskCall struct {
 func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.AttemptSpec, timeout time.Duration, onStart func(pid int)) attemptResult {
 	res := attemptResult{AttemptID: spec.AttemptID}
 	o.arm(&spec)
+	o.armBudget(&spec)
 	// The worker's own window over one message's safe calls is at least
 	// the tree's, so every task call of a message reaches the supervisor,
 	// which queues what the tree's window cannot take yet (task.queued).
@@ -169,6 +170,11 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	}
 	done := ctx.Done()
 	calls := map[string]taskCall{} // task calls of this agent, by tool call id
+	defer func() {
+		for _, c := range calls {
+			o.window.forget(c.ticket)
+		}
+	}()
 	var sent atomic.Bool
 
 	for {
@@ -178,6 +184,16 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			case ipc.Event:
 				o.pub.publish(event.Envelope{Agent: ar.label, Session: ar.sessionID, WorkerSeq: m.Seq, Body: m.Body})
 				o.noteTaskCalls(ar, m.Body, calls)
+				if end, ok := m.Body.(event.ToolEnd); ok && end.Name == "task" {
+					// A call the worker answered without asking (bad
+					// arguments, cancelled before it ran) frees its place.
+					if c, ok := calls[end.ID]; ok {
+						o.window.forget(c.ticket)
+					}
+				}
+				if msg, ok := m.Body.(event.Message); ok && msg.Message.Usage != nil {
+					o.noteUsage(*msg.Message.Usage)
+				}
 			case ipc.TaskRequest:
 				call, ok := calls[m.ToolCallID]
 				if !ok {
@@ -196,6 +212,9 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 				res.Status, res.Reason, res.Text = m.Status, m.Reason, m.Text
 				res.Turns, res.Epoch, res.Usage = m.Turns, m.Epoch, m.Usage
 				res.Health, res.Capped = m.Health, m.Capped
+				if m.Capped == "budget" {
+					o.budget.land()
+				}
 				cancelChildren(errors.New("the parent attempt ended"))
 				if sent.CompareAndSwap(false, true) {
 					if err := w.Send(ipc.Ack{}); err != nil {
@@ -257,6 +276,7 @@ func (o *Orchestrator) noteTaskCalls(ar *agentRun, body event.Event, calls map[s
 	for _, c := range m.Message.ToolCalls {
 		if c.Name == "task" {
 			calls[c.ID] = taskCall{id: c.ID, label: ar.nextChildLabel(), ticket: o.pub.ticket()}
+			o.window.expect(calls[c.ID].ticket)
 		}
 	}
 }

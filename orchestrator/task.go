@@ -94,6 +94,9 @@ type childPlan struct {
 // returns the first refusal, or "" and the plan.
 func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args TaskArgs) (childPlan, string) {
 	var plan childPlan
+	if why := o.budget.exhausted(); why != "" {
+		return plan, why
+	}
 	if parent.depth+1 > o.cfg.MaxDepth {
 		return plan, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth)
 	}
@@ -205,6 +208,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 // runChild runs one attempt of a child inside the window and composes the
 // answer. A resumed child keeps its worktree whatever its state.
 func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
+	o.armBudget(&e.spec)
 	if e.parent.onLaunch != nil {
 		if err := e.parent.onLaunch(); err != nil {
 			ans := o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: %v", err))
@@ -235,6 +239,17 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	// The slot is held until task.end is out, so the events never show
 	// more children than the window.
 	defer release()
+	// Children that waited for a slot while others spent the budget do not
+	// start once it is gone.
+	if why := o.budget.exhausted(); why != "" {
+		ans := o.reject(e.parent, e.call, e.args, why)
+		if e.wt != nil && !e.resumed {
+			_, _, lines := o.settleWorktree(*e.wt, false, false)
+			ans.Content += "\n" + strings.Join(lines, "\n")
+		}
+		return ans
+	}
+	o.armBudget(&e.spec)
 	wtPath := ""
 	if e.wt != nil {
 		wtPath = e.wt.Path

@@ -7,13 +7,15 @@ import (
 )
 
 // window bounds how many children run at once across the whole tree.
-// Waiting children are admitted in ticket order — the order of their task
-// calls — not in the order their requests happened to arrive. It is safe
-// for concurrent use.
+// Children are admitted in ticket order — the order of their task calls —
+// not in the order their requests happen to arrive: a task call seen in an
+// assistant message is expected, and a free slot is kept for it while its
+// request is on its way. It is safe for concurrent use.
 type window struct {
-	mu      sync.Mutex
-	free    int
-	waiting []*waiter // sorted by ticket
+	mu       sync.Mutex
+	free     int
+	waiting  []*waiter // sorted by ticket
+	expected map[uint64]bool
 }
 
 type waiter struct {
@@ -21,14 +23,33 @@ type waiter struct {
 	ready  chan struct{}
 }
 
-func newWindow(size int) *window { return &window{free: size} }
+func newWindow(size int) *window { return &window{free: size, expected: map[uint64]bool{}} }
+
+// expect announces a task call whose request will come.
+func (w *window) expect(ticket uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expected[ticket] = true
+}
+
+// forget withdraws an expected call whose request will not come (the
+// worker refused it, or its agent ended).
+func (w *window) forget(ticket uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.expected[ticket] {
+		delete(w.expected, ticket)
+		w.admit()
+	}
+}
 
 // acquire takes a slot for the child holding ticket. When none is free it
 // calls queued once and waits until a slot is its turn or ctx ends. The
 // returned release gives the slot back; call it exactly once.
 func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (release func(), err error) {
 	w.mu.Lock()
-	if w.free > 0 && len(w.waiting) == 0 {
+	delete(w.expected, ticket)
+	if w.free > 0 && len(w.waiting) == 0 && !w.expectedBefore(ticket) {
 		w.free--
 		w.mu.Unlock()
 		return w.release, nil
@@ -77,10 +98,25 @@ func (w *window) release() {
 	w.admit()
 }
 
-// admit hands free slots to the first waiters; w.mu is held.
+// expectedBefore reports whether a call with a lower ticket is expected;
+// w.mu is held.
+func (w *window) expectedBefore(ticket uint64) bool {
+	for t := range w.expected {
+		if t < ticket {
+			return true
+		}
+	}
+	return false
+}
+
+// admit hands free slots to the first waiters, keeping them for expected
+// calls that come first; w.mu is held.
 func (w *window) admit() {
 	for w.free > 0 && len(w.waiting) > 0 {
 		next := w.waiting[0]
+		if w.expectedBefore(next.ticket) {
+			return
+		}
 		w.waiting = w.waiting[1:]
 		w.free--
 		close(next.ready)

@@ -80,6 +80,8 @@ type attempt struct {
 	// a compacted part are not in the model's history, but new calls must
 	// not reuse their ids.
 	reserved []string
+	// budget is the run's token budget, nil when it has none.
+	budget *treeBudget
 
 	// acked is closed when the host acknowledges the outcome.
 	acked   chan struct{}
@@ -91,6 +93,9 @@ type attempt struct {
 // attempt's secrets redacted.
 func newAttempt(sp ipc.AttemptSpec, stream hostConn, log *slog.Logger) *attempt {
 	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{})}
+	if sp.Budget > 0 {
+		a.budget = &treeBudget{remaining: sp.BudgetRemaining}
+	}
 	a.redact = newRedaction(sp, func(text string) { a.event(event.Warning{Text: text}) })
 	a.log = slog.New(secret.LogHandler(log.Handler(), a.redact.r)).With("session", sp.SessionID, "attempt", sp.AttemptID, "agent", sp.Label)
 	return a
@@ -164,6 +169,10 @@ func (a *attempt) receive(ctx context.Context) {
 			}
 		case ipc.Ack:
 			a.ackOnce.Do(func() { close(a.acked) })
+		case ipc.Budget:
+			if a.budget != nil {
+				a.budget.update(m.Remaining)
+			}
 		}
 	}
 }
@@ -288,7 +297,9 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		History:         view.Messages(),
 		ReservedCallIDs: a.reserved,
 		MaxParallel:     sp.MaxParallel,
-		ContextWindow:   model.ContextWindow(sp.Binding),
+		ContextWindow:   contextWindow(sp),
+		MaxTurns:        sp.MaxTurns,
+		Budget:          a.loopBudget(),
 		Health:          loop.HealthOptions{Off: os.Getenv("INK_HEALTH") == "0"},
 		OnMessage: func(m model.Message) error {
 			if err := l.Check(); err != nil {
@@ -350,6 +361,24 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		return out
 	}
 	return a.end(w, l, out)
+}
+
+// contextWindow is the attempt's context window: the one the user set
+// (--context-window, a profile's contextWindow:), else the model's.
+func contextWindow(sp ipc.AttemptSpec) int64 {
+	if sp.ContextWindow > 0 {
+		return sp.ContextWindow
+	}
+	return model.ContextWindow(sp.Binding)
+}
+
+// loopBudget is the budget the loop lands against, or nil without one (a
+// nil *treeBudget must not become a non-nil interface).
+func (a *attempt) loopBudget() loop.Budget {
+	if a.budget == nil {
+		return nil
+	}
+	return a.budget
 }
 
 // unansweredTask reports whether m is the result of a task call that the

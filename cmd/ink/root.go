@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,9 @@ type globals struct {
 	session     string
 	sandbox     string
 	writable    []string
+	maxTurns    int
+	window      string
+	budget      string
 	verbose     bool
 }
 
@@ -58,6 +62,9 @@ func newRoot() *cobra.Command {
 	pf.IntVar(&g.maxDepth, "max-depth", 1, "how deep children may delegate (1: children cannot delegate)")
 	pf.DurationVar(&g.taskTimeout, "task-timeout", 0, "default child timeout (default: none on a terminal, 60m otherwise)")
 	pf.StringVar(&g.session, "session", "", "continue this main session")
+	pf.IntVar(&g.maxTurns, "max-turns", 0, "cap every agent's model turns per attempt; a capped agent gets one last turn to answer (default: no cap)")
+	pf.StringVar(&g.window, "context-window", "", "context window in tokens for every model, e.g. 128k (default: each model's own)")
+	pf.StringVar(&g.budget, "budget", "", "tokens the whole tree of agents may spend, e.g. 2M; agents wrap up as it runs out (default: no limit)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine bash: read-only, workspace-write or danger-full-access (default: workspace-write, read-only for agents without edit and write)")
 	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail")
@@ -284,4 +291,21 @@ func logger(home string) (*slog.Logger, func()) {
 	}
 	h := secret.LogHandler(slog.NewJSONHandler(f, nil), secret.NewRedactor(secret.FromEnviron(os.Environ()), nil))
 	return slog.New(h).With("pid", os.Getpid()), func() { f.Close() }
+}
+
+// parseTokens reads a token count as people write it: 1500, 200k, 2M.
+func parseTokens(flag, s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1_000, strings.TrimSuffix(t, "k")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1_000_000, strings.TrimSuffix(t, "m")
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 || f*float64(mult) > 1e15 {
+		return 0, usageErr("%s %q is not a token count; give a positive number such as 1500, 200k or 2M", flag, s)
+	}
+	return int64(f * float64(mult)), nil
 }

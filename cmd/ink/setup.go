@@ -53,6 +53,20 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g.maxTurns < 0 {
+		return nil, usageErr("--max-turns must be 1 or more, got %d", g.maxTurns)
+	}
+	var window, budget int64
+	if g.window != "" {
+		if window, err = parseTokens("--context-window", g.window); err != nil {
+			return nil, err
+		}
+	}
+	if g.budget != "" {
+		if budget, err = parseTokens("--budget", g.budget); err != nil {
+			return nil, err
+		}
+	}
 	log, closeLog := logger(home)
 	display := console.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
 	sink := display.Handle
@@ -66,6 +80,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 		Sandbox: box, Writable: writable,
+		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 	}
 	relay := &warnRelay{}
 	reg, err := profiles(watchCtx, home, cwd, relay.warn)

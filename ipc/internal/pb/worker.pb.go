@@ -128,6 +128,7 @@ type HostMsg struct {
 	//	*HostMsg_Cancel
 	//	*HostMsg_Answer
 	//	*HostMsg_Ack
+	//	*HostMsg_Budget
 	Msg           isHostMsg_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -206,6 +207,15 @@ func (x *HostMsg) GetAck() *Ack {
 	return nil
 }
 
+func (x *HostMsg) GetBudget() *Budget {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMsg_Budget); ok {
+			return x.Budget
+		}
+	}
+	return nil
+}
+
 type isHostMsg_Msg interface {
 	isHostMsg_Msg()
 }
@@ -226,6 +236,10 @@ type HostMsg_Ack struct {
 	Ack *Ack `protobuf:"bytes,4,opt,name=ack,proto3,oneof"`
 }
 
+type HostMsg_Budget struct {
+	Budget *Budget `protobuf:"bytes,5,opt,name=budget,proto3,oneof"`
+}
+
 func (*HostMsg_Run) isHostMsg_Msg() {}
 
 func (*HostMsg_Cancel) isHostMsg_Msg() {}
@@ -233,6 +247,53 @@ func (*HostMsg_Cancel) isHostMsg_Msg() {}
 func (*HostMsg_Answer) isHostMsg_Msg() {}
 
 func (*HostMsg_Ack) isHostMsg_Msg() {}
+
+func (*HostMsg_Budget) isHostMsg_Msg() {}
+
+// Budget tells the worker how many tokens the run's tree may still spend.
+type Budget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Remaining     int64                  `protobuf:"varint,1,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Budget) GetRemaining() int64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
 
 // Ack tells the worker that its Outcome arrived: it may exit.
 type Ack struct {
@@ -243,7 +304,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +316,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +329,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{3}
+	return file_worker_proto_rawDescGZIP(), []int{4}
 }
 
 // Run starts the attempt. spec is the JSON of ipc.AttemptSpec (transcript
@@ -282,7 +343,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +355,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -307,7 +368,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{4}
+	return file_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Run) GetSpec() []byte {
@@ -329,7 +390,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +402,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +415,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{5}
+	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Cancel) GetStatus() string {
@@ -385,7 +446,7 @@ type TaskAnswer struct {
 
 func (x *TaskAnswer) Reset() {
 	*x = TaskAnswer{}
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +458,7 @@ func (x *TaskAnswer) String() string {
 func (*TaskAnswer) ProtoMessage() {}
 
 func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +471,7 @@ func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAnswer.ProtoReflect.Descriptor instead.
 func (*TaskAnswer) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{6}
+	return file_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskAnswer) GetCorrelationId() string {
@@ -455,7 +516,7 @@ type WorkerMsg struct {
 
 func (x *WorkerMsg) Reset() {
 	*x = WorkerMsg{}
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +528,7 @@ func (x *WorkerMsg) String() string {
 func (*WorkerMsg) ProtoMessage() {}
 
 func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +541,7 @@ func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMsg.ProtoReflect.Descriptor instead.
 func (*WorkerMsg) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{7}
+	return file_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WorkerMsg) GetMsg() isWorkerMsg_Msg {
@@ -553,7 +614,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +626,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +639,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{8}
+	return file_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -615,7 +676,7 @@ type TaskRequest struct {
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +688,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +701,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{9}
+	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskRequest) GetCorrelationId() string {
@@ -677,7 +738,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +750,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +763,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{10}
+	return file_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Usage) GetInput() int64 {
@@ -763,7 +824,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +836,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +849,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{11}
+	return file_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Outcome) GetStatus() string {
@@ -865,13 +926,16 @@ const file_worker_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vink_version\x18\x02 \x01(\tR\n" +
 	"inkVersion\x12\x10\n" +
-	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\xba\x01\n" +
+	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\xe8\x01\n" +
 	"\aHostMsg\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.ink.ipc.v1.RunH\x00R\x03run\x12,\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x12.ink.ipc.v1.CancelH\x00R\x06cancel\x120\n" +
 	"\x06answer\x18\x03 \x01(\v2\x16.ink.ipc.v1.TaskAnswerH\x00R\x06answer\x12#\n" +
-	"\x03ack\x18\x04 \x01(\v2\x0f.ink.ipc.v1.AckH\x00R\x03ackB\x05\n" +
-	"\x03msg\"\x05\n" +
+	"\x03ack\x18\x04 \x01(\v2\x0f.ink.ipc.v1.AckH\x00R\x03ack\x12,\n" +
+	"\x06budget\x18\x05 \x01(\v2\x12.ink.ipc.v1.BudgetH\x00R\x06budgetB\x05\n" +
+	"\x03msg\"&\n" +
+	"\x06Budget\x12\x1c\n" +
+	"\tremaining\x18\x01 \x01(\x03R\tremaining\"\x05\n" +
 	"\x03Ack\"\x19\n" +
 	"\x03Run\x12\x12\n" +
 	"\x04spec\x18\x01 \x01(\fR\x04spec\"8\n" +
@@ -935,39 +999,41 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_worker_proto_goTypes = []any{
 	(*InfoRequest)(nil), // 0: ink.ipc.v1.InfoRequest
 	(*InfoReply)(nil),   // 1: ink.ipc.v1.InfoReply
 	(*HostMsg)(nil),     // 2: ink.ipc.v1.HostMsg
-	(*Ack)(nil),         // 3: ink.ipc.v1.Ack
-	(*Run)(nil),         // 4: ink.ipc.v1.Run
-	(*Cancel)(nil),      // 5: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),  // 6: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),   // 7: ink.ipc.v1.WorkerMsg
-	(*Event)(nil),       // 8: ink.ipc.v1.Event
-	(*TaskRequest)(nil), // 9: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),       // 10: ink.ipc.v1.Usage
-	(*Outcome)(nil),     // 11: ink.ipc.v1.Outcome
+	(*Budget)(nil),      // 3: ink.ipc.v1.Budget
+	(*Ack)(nil),         // 4: ink.ipc.v1.Ack
+	(*Run)(nil),         // 5: ink.ipc.v1.Run
+	(*Cancel)(nil),      // 6: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),  // 7: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),   // 8: ink.ipc.v1.WorkerMsg
+	(*Event)(nil),       // 9: ink.ipc.v1.Event
+	(*TaskRequest)(nil), // 10: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),       // 11: ink.ipc.v1.Usage
+	(*Outcome)(nil),     // 12: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	4,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	5,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	6,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	3,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	8,  // 4: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	9,  // 5: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	11, // 6: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	10, // 7: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	0,  // 8: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	2,  // 9: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	1,  // 10: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	7,  // 11: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	10, // [10:12] is the sub-list for method output_type
-	8,  // [8:10] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	5,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	6,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	7,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	4,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	3,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	9,  // 5: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	10, // 6: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	12, // 7: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	11, // 8: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	0,  // 9: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	2,  // 10: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	1,  // 11: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	8,  // 12: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	11, // [11:13] is the sub-list for method output_type
+	9,  // [9:11] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -980,8 +1046,9 @@ func file_worker_proto_init() {
 		(*HostMsg_Cancel)(nil),
 		(*HostMsg_Answer)(nil),
 		(*HostMsg_Ack)(nil),
+		(*HostMsg_Budget)(nil),
 	}
-	file_worker_proto_msgTypes[7].OneofWrappers = []any{
+	file_worker_proto_msgTypes[8].OneofWrappers = []any{
 		(*WorkerMsg_Event)(nil),
 		(*WorkerMsg_Task)(nil),
 		(*WorkerMsg_Outcome)(nil),
@@ -992,7 +1059,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
