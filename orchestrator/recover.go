@@ -132,7 +132,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		Launched: true, Status: end.Status, Reason: clip(end.Reason, 300), Turns: end.Turns,
 		TextPresent: strings.TrimSpace(end.FinalText) != "", Usage: &u, Cwd: ctr.Header.Cwd,
 		Transcript: &session.TranscriptRef{Present: true, Path: childPath},
-		Capped: end.Capped, Health: end.Health,
+		Capped:     end.Capped, Health: end.Health,
 	}
 	if l := ctr.Header.Launch; l != nil {
 		b := l.Binding
