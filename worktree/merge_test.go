@@ -36,6 +36,8 @@ func TestTwoWorktreesMergeThenConflict(t *testing.T) {
 	os.Chmod(filepath.Join(root, ".git/hooks/pre-merge-commit"), 0o755)
 	a := newWorktree(t, root, home, "a")
 	b := newWorktree(t, root, home, "b")
+	Unlock(ctx, a)
+	Unlock(ctx, b)
 	commitIn(t, a.Path, "docs/guide.md", "line one\nline two from a\n", "a edits")
 	commitIn(t, b.Path, "docs/guide.md", "line one\nline two from b\n", "b edits")
 
@@ -56,12 +58,16 @@ func TestTwoWorktreesMergeThenConflict(t *testing.T) {
 		t.Errorf("main checkout sees %q", got)
 	}
 
-	res, err := Merge(ctx, findInfo(t, home, "a"))
+	res, err := Merge(ctx, findInfo(t, home, "a"), MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Into != "main" || res.Branch != "ink/a" || res.Commit == "" || res.AlreadyMerged {
+	if res.Into != "main" || res.Branch != "ink/a" || res.Commit == "" || res.AlreadyMerged || !res.Removed || res.Committed != "" {
 		t.Fatalf("Merge = %+v", res)
+	}
+	// Everything in a is merged: its worktree and branch are gone.
+	if exists(a.Path) || branchExists(t, root, "ink/a") || exists(recordPath(a.Path)) {
+		t.Error("the merged worktree a, its branch or its record remains")
 	}
 	if got := readGuide(root); got != "line one\nline two from a\n" {
 		t.Errorf("after merge the main checkout has %q", got)
@@ -71,7 +77,7 @@ func TestTwoWorktreesMergeThenConflict(t *testing.T) {
 	}
 	head := git(t, root, "rev-parse", "HEAD")
 
-	_, err = Merge(ctx, findInfo(t, home, "b"))
+	_, err = Merge(ctx, findInfo(t, home, "b"), MergeOptions{})
 	var refused *MergeRefusedError
 	if !errors.As(err, &refused) {
 		t.Fatalf("Merge b = %v, want a refusal", err)
@@ -86,9 +92,19 @@ func TestTwoWorktreesMergeThenConflict(t *testing.T) {
 		t.Error("a refused merge left MERGE_HEAD")
 	}
 
-	again, err := Merge(ctx, findInfo(t, home, "a"))
-	if err != nil || !again.AlreadyMerged {
-		t.Errorf("second merge of a = %+v, %v; want already merged", again, err)
+	if !exists(b.Path) || !branchExists(t, root, "ink/b") {
+		t.Error("a refused merge removed the worktree")
+	}
+
+	// Once the user has merged b by hand, merging it again does nothing
+	// and removes it.
+	git(t, root, "-c", "core.hooksPath=/dev/null", "merge", "-q", "-s", "ours", "--no-edit", "ink/b")
+	again, err := Merge(ctx, findInfo(t, home, "b"), MergeOptions{})
+	if err != nil || !again.AlreadyMerged || !again.Removed {
+		t.Errorf("merge of b, merged by hand = %+v, %v; want already merged and removed", again, err)
+	}
+	if exists(b.Path) || branchExists(t, root, "ink/b") {
+		t.Error("the merged worktree b remains")
 	}
 }
 
@@ -107,7 +123,16 @@ func TestMergeRefusals(t *testing.T) {
 		}, "the main checkout " + "%ROOT%" + " has uncommitted changes", []string{"README.md", "src/main.go"}},
 		{"uncommitted work in the worktree", func(t *testing.T, root string, rec Record) {
 			writeFile(t, rec.Path, "draft.txt", "wip")
-		}, "commit it in the worktree first", []string{"draft.txt"}},
+		}, "has uncommitted work; merge it with `ink worktrees merge --commit m` (commits it on ink/m first), or commit it yourself in", []string{"draft.txt"}},
+		{"worker still running", func(t *testing.T, root string, rec Record) {
+			Lock(context.Background(), rec, lockReason("m", os.Getpid()))
+		}, "is in use by running process " + itoa(os.Getpid()), nil},
+		{"unknown: the worktree's branch was switched", func(t *testing.T, root string, rec Record) {
+			git(t, rec.Path, "checkout", "-q", "-b", "elsewhere")
+		}, "ink cannot tell what the worktree %PATH% holds (%PATH% is registered on \"elsewhere\", not on ink/m (the branch was switched)), so it will not merge it; look at it with `ink worktrees diff m` (or git in %PATH%), merge ink/m yourself if you want it (`git merge ink/m` in %ROOT%), or drop it with `ink worktrees rm --force m`", nil},
+		{"unknown: its .git link is gone", func(t *testing.T, root string, rec Record) {
+			os.Remove(filepath.Join(rec.Path, ".git"))
+		}, "or drop it with `ink worktrees rm --force m`", nil},
 		{"untracked file in the way", func(t *testing.T, root string, rec Record) {
 			writeFile(t, root, "src/feature.go", "my own, never committed\n")
 		}, "would overwrite untracked or ignored files", []string{"src/feature.go"}},
@@ -125,16 +150,18 @@ func TestMergeRefusals(t *testing.T) {
 			root := newRepo(t)
 			home := newInkHome(t)
 			rec := newWorktree(t, root, home, "m")
+			Unlock(context.Background(), rec)
 			commitIn(t, rec.Path, "src/feature.go", "package main\n// feature\n", "feature")
 			tc.mutate(t, root, rec)
 			head := git(t, root, "rev-parse", "HEAD")
 			status := git(t, root, "status", "--porcelain")
-			_, err := Merge(context.Background(), findInfo(t, home, "m"))
+			tip := git(t, root, "rev-parse", "ink/m")
+			_, err := Merge(context.Background(), findInfo(t, home, "m"), MergeOptions{})
 			var refused *MergeRefusedError
 			if !errors.As(err, &refused) {
 				t.Fatalf("Merge = %v, want a refusal", err)
 			}
-			if want := strings.ReplaceAll(tc.why, "%ROOT%", root); !strings.Contains(refused.Why, want) {
+			if want := strings.NewReplacer("%ROOT%", root, "%PATH%", rec.Path).Replace(tc.why); !strings.Contains(refused.Why, want) {
 				t.Errorf("why %q, want %q", refused.Why, want)
 			}
 			if strings.Join(refused.Files, ",") != strings.Join(tc.files, ",") {
@@ -147,6 +174,12 @@ func TestMergeRefusals(t *testing.T) {
 			}
 			if git(t, root, "rev-parse", "HEAD") != head || git(t, root, "status", "--porcelain") != status {
 				t.Error("a refused merge changed the main checkout")
+			}
+			if git(t, root, "rev-parse", "ink/m") != tip || !exists(rec.Path) {
+				t.Error("a refused merge changed the branch or removed the worktree")
+			}
+			if strings.Contains(refused.Why, "`ink worktrees merge m`") {
+				t.Errorf("the refusal suggests the merge that was just refused: %s", refused.Why)
 			}
 		})
 	}
