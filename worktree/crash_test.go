@@ -24,6 +24,7 @@ const (
 	envMark     = "INK_TEST_MARK"     // file written once the helper stopped
 	envRealGit  = "INK_TEST_REAL_GIT" // the git the fake git stands for
 	envGitPause = "INK_TEST_GIT_PAUSE"
+	envGitLog   = "INK_TEST_GIT_LOG" // file the fake git logs its arguments to
 )
 
 // stopForGood writes the mark file and sleeps until the test kills the
@@ -66,10 +67,19 @@ func helperCrash() int {
 // fakeGit stands for git (the test binary under the name "git"): with
 // envGitPause "branch", `git worktree add -b B P H` only creates branch B
 // (as git does first) and stops; with "added" it runs the real command and
-// stops before returning. Everything else runs the real git.
+// stops before returning. Everything else runs the real git. With
+// envGitLog it first appends its arguments to that file.
 func fakeGit() int {
 	real := os.Getenv(envRealGit)
 	args := os.Args[1:]
+	if log := os.Getenv(envGitLog); log != "" {
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 1
+		}
+		fmt.Fprintln(f, strings.Join(args, " "))
+		f.Close()
+	}
 	add := slices.Index(args, "worktree")
 	isAdd := add >= 0 && add+1 < len(args) && args[add+1] == "add"
 	switch pause := os.Getenv(envGitPause); {

@@ -349,20 +349,47 @@ func foreignEntry(ctx context.Context, r registered, root string) Info {
 }
 
 // registry caches `git worktree list` per repository.
-type registry map[string]regResult
+type registry map[string]*regResult
 
 type regResult struct {
 	all []registered
 	err error
+	// byPath indexes all by path as git lists it and with symlinks
+	// resolved.
+	byPath map[string]registered
+}
+
+func (g registry) load(ctx context.Context, root string) *regResult {
+	if r, ok := g[root]; ok {
+		return r
+	}
+	r := &regResult{byPath: map[string]registered{}}
+	r.all, r.err = listRegistered(ctx, root)
+	for _, reg := range r.all {
+		r.byPath[filepath.Clean(reg.path)] = reg
+		if real, err := realpath(reg.path); err == nil {
+			r.byPath[real] = reg
+		}
+	}
+	g[root] = r
+	return r
 }
 
 func (g registry) get(ctx context.Context, root string) ([]registered, error) {
-	if r, ok := g[root]; ok {
-		return r.all, r.err
+	r := g.load(ctx, root)
+	return r.all, r.err
+}
+
+// find returns the registration of path in the repository at root.
+func (r *regResult) find(path string) (registered, bool) {
+	if reg, ok := r.byPath[filepath.Clean(path)]; ok {
+		return reg, true
 	}
-	all, err := listRegistered(ctx, root)
-	g[root] = regResult{all, err}
-	return all, err
+	if real, err := realpath(path); err == nil {
+		reg, ok := r.byPath[real]
+		return reg, ok
+	}
+	return registered{}, false
 }
 
 // describe fills what git's worktree list says about info.
@@ -374,12 +401,12 @@ func (g registry) describe(ctx context.Context, info *Info) {
 		info.Problem = joinProblem(info.Problem, "its repository is unknown")
 		return
 	}
-	all, err := g.get(ctx, rec.RepoRoot)
-	if err != nil {
-		info.Problem = joinProblem(info.Problem, fmt.Sprintf("cannot list the worktrees of %s: %v", rec.RepoRoot, err))
+	r := g.load(ctx, rec.RepoRoot)
+	if r.err != nil {
+		info.Problem = joinProblem(info.Problem, fmt.Sprintf("cannot list the worktrees of %s: %v", rec.RepoRoot, r.err))
 		return
 	}
-	reg, found := findRegistered(all, path)
+	reg, found := r.find(path)
 	if found {
 		info.Registered = true
 		info.Head = reg.head

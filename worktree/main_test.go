@@ -16,7 +16,8 @@ import (
 // helperEnv switches the test binary into a helper process for the
 // multi-process tests: "create" runs one Create and prints its Record as
 // JSON, "crash" (crash_test.go) stops for good at one step of Create,
-// "cycle" (concurrent_test.go) creates, lists and removes worktrees.
+// "cycle" (concurrent_test.go) creates, lists and removes worktrees,
+// "list" (list_test.go) lists them.
 const helperEnv = "INK_WORKTREE_TEST_HELPER"
 
 // createHooks maps a child id to the testHookCreate of the test that
@@ -40,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperCrash())
 	case "cycle":
 		os.Exit(helperCycle())
+	case "list":
+		os.Exit(helperList())
 	}
 	home, err := os.MkdirTemp("", "ink-worktree-test-home-")
 	if err != nil {

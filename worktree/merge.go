@@ -160,9 +160,13 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 	if inHead(ctx, root, mergeTip) {
 		res.AlreadyMerged = true
 	} else {
-		if _, err := lk.call(gitCall{dir: root, noRetry: true, args: []string{"merge", "--no-ff", "--no-edit", "-m", "ink: merge " + rec.Branch, mergeTip}}).exec(ctx); err != nil {
+		merge := gitCall{dir: root, noRetry: true, env: identityEnv(ctx, root), args: []string{"merge", "--no-ff", "--no-edit", "-m", "ink: merge " + rec.Branch, mergeTip}}
+		if _, err := lk.call(merge).exec(ctx); err != nil {
 			if _, merr := read(ctx, root, "rev-parse", "-q", "--verify", "MERGE_HEAD"); merr == nil {
 				_, _ = lk.run(context.WithoutCancel(ctx), root, "merge", "--abort")
+			}
+			if res.Committed != "" {
+				return res, fmt.Errorf("merge %s: the work left uncommitted is now committed on %s as %s, but the merge failed: %w", id, rec.Branch, ShortSHA(res.Committed), err)
 			}
 			return res, fmt.Errorf("merge %s: %w", id, err)
 		}

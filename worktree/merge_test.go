@@ -184,3 +184,88 @@ func TestMergeRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeCommit: --commit commits the worktree's modified and untracked
+// files (not its ignored ones) on its branch under the repository's
+// identity with no hooks, merges, and removes the worktree; when the merge
+// would conflict, nothing is committed and nothing changes.
+func TestMergeCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\nexit 1\n")
+	os.Chmod(filepath.Join(root, ".git/hooks/pre-commit"), 0o755)
+	rec := newWorktree(t, root, home, "c")
+	Unlock(ctx, rec)
+	writeFile(t, rec.Path, "README.md", "# project, edited by the child\n")
+	writeFile(t, rec.Path, "new/file.txt", "new\n")
+	writeFile(t, rec.Path, ".env", "SECRET=1\n")
+
+	// A conflicting change in the main checkout: refused, nothing changes.
+	writeFile(t, root, "README.md", "# project, edited by you\n")
+	git(t, root, "commit", "-q", "--no-verify", "-am", "yours")
+	head, tip := git(t, root, "rev-parse", "HEAD"), git(t, root, "rev-parse", "ink/c")
+	status := git(t, rec.Path, "status", "--porcelain")
+	_, err := Merge(ctx, findInfo(t, home, "c"), MergeOptions{Commit: true})
+	var refused *MergeRefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "would conflict") {
+		t.Fatalf("Merge = %v, want a conflict refusal", err)
+	}
+	if git(t, root, "rev-parse", "HEAD") != head || git(t, root, "rev-parse", "ink/c") != tip || git(t, rec.Path, "status", "--porcelain") != status {
+		t.Fatal("a refused merge --commit changed the main checkout, the branch or the worktree")
+	}
+
+	git(t, root, "reset", "-q", "--hard", "HEAD~1")
+	res, err := Merge(ctx, findInfo(t, home, "c"), MergeOptions{Commit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Committed == "" || strings.Join(res.CommittedFiles, ",") != "M\tREADME.md,A\tnew/file.txt" || res.Commit == "" || !res.Removed {
+		t.Fatalf("Merge = %+v", res)
+	}
+	if got := git(t, root, "rev-parse", "HEAD^2"); got != res.Committed {
+		t.Errorf("the merge's second parent is %s, want the commit of the work %s", got, res.Committed)
+	}
+	if got := git(t, root, "log", "-1", "--format=%an <%ae>|%P|%s", res.Committed); got != "Ink Test <ink@example.invalid>|"+tip+"|ink: commit the work child c left uncommitted" {
+		t.Errorf("the commit of the work: %q", got)
+	}
+	if files := git(t, root, "show", "--format=", "--name-only", res.Committed); files != "README.md\nnew/file.txt" {
+		t.Errorf("the commit holds %q, want the modified and the untracked file only", files)
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, "new/file.txt")); string(data) != "new\n" {
+		t.Error("the merge did not bring the untracked file")
+	}
+	if exists(rec.Path) || branchExists(t, root, "ink/c") {
+		t.Error("the merged worktree or its branch remains")
+	}
+	if git(t, root, "status", "--porcelain") != "" {
+		t.Error("the main checkout is not clean after the merge")
+	}
+}
+
+// TestMergeKeepsAResumableChildsWorktree: after a merge, the worktree of a
+// child that can still be resumed stays, and the result says why.
+func TestMergeKeepsAResumableChildsWorktree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	rec := newWorktree(t, root, home, "r")
+	Unlock(ctx, rec)
+	commitIn(t, rec.Path, "r.txt", "r\n", "r")
+	res, err := Merge(ctx, findInfo(t, home, "r"), MergeOptions{Child: childTable(map[string]ChildStatus{"r": {Transcript: "/t/r.jsonl", LastStatus: "timeout", Resumable: true}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed || !strings.Contains(res.Kept, "child r can still be resumed in it (its last attempt ended timeout)") {
+		t.Fatalf("Merge = %+v", res)
+	}
+	if !exists(rec.Path) || !branchExists(t, root, "ink/r") {
+		t.Fatal("the resumable child's worktree was removed")
+	}
+	// ls --status shows it merged; prune keeps it for the child.
+	if in := findInfo(t, home, "r"); in.State() != "merged" {
+		t.Errorf("state %q, want merged", in.State())
+	}
+}

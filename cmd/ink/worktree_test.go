@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/inkdev/ink/session"
 )
 
@@ -199,6 +201,30 @@ func wtAssertKept(t *testing.T, e *env, w *session.WorktreeOutcome) {
 	if locked {
 		t.Errorf("%s is still locked after its worker ended", w.Path)
 	}
+}
+
+// cmdWorktreeID is the testscript command `worktreeid VAR [HOME]`: it sets
+// VAR to the child id of the only worktree under HOME/worktrees (default
+// $INK_HOME).
+func cmdWorktreeID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: worktreeid VAR [INK_HOME]")
+	}
+	home := ts.Getenv("INK_HOME")
+	if len(args) == 2 {
+		home = args[1]
+	}
+	dirs, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*"))
+	var ids []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			ids = append(ids, filepath.Base(d))
+		}
+	}
+	if len(ids) != 1 {
+		ts.Fatalf("worktreeid: %d worktrees under %s, want 1: %v", len(ids), home, ids)
+	}
+	ts.Setenv(args[0], ids[0])
 }
 
 // sameLines reports whether a and b hold the same lines in any order.
