@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // ErrNotFound marks a Find for a child id with no worktree under $INK_HOME.
@@ -472,25 +471,6 @@ func uncommitted(ctx context.Context, path string) ([]string, error) {
 		return nil, fmt.Errorf("git status in %s: %w", path, err)
 	}
 	return lines(out), nil
-}
-
-// lockPID reads the pid from ink's lock reason "ink <id> pid <pid>".
-func lockPID(reason string) int {
-	f := strings.Fields(reason)
-	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "pid" {
-			if n, err := strconv.Atoi(f[i+1]); err == nil && n > 0 {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// pidAlive reports whether a process with pid exists on this host.
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func joinProblem(a, b string) string {

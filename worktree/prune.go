@@ -106,6 +106,8 @@ func pruneVerdict(info Info, opts PruneOptions) (keep bool, why string) {
 		return true, fmt.Sprintf("being created by running process %d", info.LockPID)
 	case info.Locked && info.LockPIDAlive:
 		return true, fmt.Sprintf("in use by running process %d (%s)", info.LockPID, info.LockReason)
+	case info.Locked && info.LockPID == 0:
+		return true, fmt.Sprintf("locked with the reason %q, which is not ink's; unlock it with `git worktree unlock %s` to let prune judge it", info.LockReason, info.Record.Path)
 	case info.Incomplete:
 		return false, fmt.Sprintf("its creation was interrupted (process %d died before it finished); nothing ran in it", info.LockPID)
 	case info.DirMissing:

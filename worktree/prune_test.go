@@ -62,6 +62,8 @@ func TestPrune(t *testing.T) {
 	Unlock(ctx, merged)
 	commitIn(t, merged.Path, "merged.txt", "m", "merged work")
 	git(t, root, "merge", "-q", "--no-edit", "ink/merged")
+	userLocked := mk(home, "user-locked")
+	Lock(ctx, userLocked, "my experiment, keep it")
 	incomplete := mk(home, "incomplete")
 	Lock(ctx, incomplete, lockReason("incomplete", dead)+creatingMark)
 	// Another INK_HOME's leftovers in the same repository.
@@ -95,11 +97,12 @@ func TestPrune(t *testing.T) {
 		"other-clean": "clean (",
 	}
 	wantKept := map[string]string{
-		"live":       "in use by running process " + itoa(os.Getpid()),
-		"work":       "holds work (uncommitted changes (untracked); untracked: wip.txt): review it with `ink worktrees diff work`, merge it with `ink worktrees merge --commit work`",
-		"broken":     "kept for safety: ",
-		"resumable":  "child resumable can still be resumed (its last attempt ended timeout): resume it with `ink task --resume resumable",
-		"other-work": "holds work",
+		"live":        "in use by running process " + itoa(os.Getpid()),
+		"work":        "holds work (uncommitted changes (untracked); untracked: wip.txt): review it with `ink worktrees diff work`, merge it with `ink worktrees merge --commit work`",
+		"broken":      "kept for safety: ",
+		"resumable":   "child resumable can still be resumed (its last attempt ended timeout): resume it with `ink task --resume resumable",
+		"other-work":  "holds work",
+		"user-locked": "locked with the reason \"my experiment, keep it\", which is not ink's; unlock it with `git worktree unlock " + userLocked.Path + "` to let prune judge it",
 	}
 	for id, why := range wantRemoved {
 		if e, ok := removed[id]; !ok || !strings.Contains(e.Why, why) {
@@ -125,7 +128,7 @@ func TestPrune(t *testing.T) {
 			t.Errorf("%s was not fully removed", rec.Path)
 		}
 	}
-	for _, rec := range []Record{live, work, broken, resumable, otherWork} {
+	for _, rec := range []Record{live, work, broken, resumable, otherWork, userLocked} {
 		if !exists(rec.Path) || !branchExists(t, root, rec.Branch) {
 			t.Errorf("%s was not kept", rec.Path)
 		}
