@@ -16,8 +16,12 @@ func Describe(a Assessment, rec Record) string {
 	case Clean:
 		return fmt.Sprintf("no changes: worktree %s and branch %s removed", rec.Path, rec.Branch)
 	case WorkPresent:
-		return fmt.Sprintf("changes kept in worktree %s on branch %s (%s) — review with `ink worktrees diff %s`, merge with `ink worktrees merge %s`",
-			rec.Path, rec.Branch, workSummary(a), id, id)
+		merge := "ink worktrees merge " + id
+		if a.Uncommitted {
+			merge = "ink worktrees merge --commit " + id
+		}
+		return fmt.Sprintf("changes kept in worktree %s on branch %s (%s) — review with `ink worktrees diff %s`, merge with `%s`",
+			rec.Path, rec.Branch, workSummary(a), id, merge)
 	default:
 		return fmt.Sprintf("worktree kept for safety: %s. Nothing was deleted. Inspect %s", a.Detail, rec.Path)
 	}

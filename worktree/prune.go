@@ -126,7 +126,7 @@ func pruneVerdict(info Info, opts PruneOptions) (keep bool, why string) {
 		return false, fmt.Sprintf("every commit of %s is merged into your HEAD and nothing is uncommitted; %s", info.Record.Branch, ownerWords(info))
 	case a != nil && a.State == WorkPresent:
 		merge := "ink worktrees merge " + id
-		if info.Dirty {
+		if info.Dirty || a.Uncommitted {
 			merge = "ink worktrees merge --commit " + id
 		}
 		return true, fmt.Sprintf("holds work (%s): review it with `ink worktrees diff %s`, merge it with `%s`", workSummary(*a), id, merge)

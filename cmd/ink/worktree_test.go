@@ -346,7 +346,11 @@ func TestWorktreeKeepsWork(t *testing.T) {
 				t.Fatalf("disposition %q (%s), want kept-work\n%s", w.Disposition, w.Detail, out)
 			}
 			prefix := fmt.Sprintf("[task] changes kept in worktree %s on branch %s (", w.Path, w.Branch)
-			suffix := fmt.Sprintf(") — review with `ink worktrees diff %s`, merge with `ink worktrees merge %s`", rec.ChildID, rec.ChildID)
+			merge := "ink worktrees merge " + rec.ChildID
+			if !strings.Contains(tc.name, "commit") {
+				merge = "ink worktrees merge --commit " + rec.ChildID
+			}
+			suffix := fmt.Sprintf(") — review with `ink worktrees diff %s`, merge with `%s`", rec.ChildID, merge)
 			line := ""
 			for _, l := range strings.Split(out, "\n") {
 				if strings.HasPrefix(l, "[task] ") {
