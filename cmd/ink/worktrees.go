@@ -395,10 +395,32 @@ func oneChildID(cmd *cobra.Command, args []string) error {
 type childLookup struct {
 	home     string
 	children map[string][]session.ChildSummary // main transcript -> its children
+	files    map[string]map[string][]string    // INK_HOME -> child id -> transcripts
+	problems map[string]string                 // INK_HOME -> why its sessions are unreadable
 }
 
 func newChildLookup(home string) *childLookup {
-	return &childLookup{home: home, children: map[string][]session.ChildSummary{}}
+	return &childLookup{home: home, children: map[string][]session.ChildSummary{}, files: map[string]map[string][]string{}, problems: map[string]string{}}
+}
+
+// transcripts returns the child transcripts of home by child id (file
+// name), reading the directory tree once per home.
+func (l *childLookup) transcripts(home string) map[string][]string {
+	if m, ok := l.files[home]; ok {
+		return m
+	}
+	m := map[string][]string{}
+	sessions := filepath.Join(home, "sessions")
+	if _, err := os.ReadDir(sessions); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.problems[home] = fmt.Sprintf("cannot read %s (%v), so ink cannot tell whether the child can be resumed", sessions, err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(sessions, "*", "*", "children", "*.jsonl"))
+	for _, p := range paths {
+		id := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		m[id] = append(m[id], p)
+	}
+	l.files[home] = m
+	return m
 }
 
 // status finds the child's transcript,
@@ -412,13 +434,12 @@ func (l *childLookup) status(in worktree.Info) worktree.ChildStatus {
 	if home == "" {
 		home = l.home
 	}
-	sessions := filepath.Join(home, "sessions")
-	if _, err := os.ReadDir(sessions); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return worktree.ChildStatus{Resumable: true, Problem: fmt.Sprintf("cannot read %s (%v), so ink cannot tell whether the child can be resumed", sessions, err)}
+	byID := l.transcripts(home)
+	if p := l.problems[home]; p != "" {
+		return worktree.ChildStatus{Resumable: true, Problem: p}
 	}
-	matches, _ := filepath.Glob(filepath.Join(sessions, "*", "*", "children", in.ChildID+".jsonl"))
 	var out worktree.ChildStatus
-	for _, path := range matches {
+	for _, path := range byID[in.ChildID] {
 		mainPath := filepath.Dir(filepath.Dir(path)) + ".jsonl"
 		kids, ok := l.children[mainPath]
 		if !ok {
