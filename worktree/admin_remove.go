@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -14,210 +13,198 @@ import (
 var ErrInUse = errors.New("worktree in use")
 
 // ErrUnmergedWork marks a removal refused because the worktree holds work
-// that is not merged into the main checkout's HEAD.
+// that is not merged into the main checkout's HEAD, or work ink cannot
+// judge.
 var ErrUnmergedWork = errors.New("worktree holds unmerged work")
+
+// RemoveResult tells what RemoveForce removed.
+type RemoveResult struct {
+	ChildID  string `json:"childId"`
+	RepoRoot string `json:"repoRoot,omitempty"`
+	Path     string `json:"path"`
+	Branch   string `json:"branch"`
+	Removed  bool   `json:"removed"`
+	// DroppedHead is the branch tip when commits that the main checkout's
+	// HEAD lacks were deleted with the branch (only with force): the
+	// commit to recover them from while git still keeps it.
+	DroppedHead string `json:"droppedHead,omitempty"`
+	// Discarded lists the uncommitted files (`git status --porcelain`
+	// lines) deleted with the worktree (only with force).
+	Discarded []string `json:"discarded,omitempty"`
+}
 
 // RemoveForce removes the worktree of info for `ink worktrees rm`, under
 // the repository lock. It always refuses (ErrInUse) while the pid named in
 // its lock is alive. A Clean worktree is removed as Remove does; one whose
 // commits are all merged into the main checkout's HEAD and that has no
-// uncommitted files is removed with its branch. Anything else (unmerged
-// commits, uncommitted files, an Unknown state, no record) is refused with
-// ErrUnmergedWork unless force, in which case the directory, the ink branch
-// and the registration are deleted regardless (Info.Head names the commit
-// that was dropped).
-func RemoveForce(ctx context.Context, info Info, force bool) error {
+// uncommitted files is removed with its branch; so is one whose creation
+// was interrupted (nothing ever ran in it) and one whose directory is gone
+// and whose branch holds nothing unmerged. Anything else (unmerged commits,
+// uncommitted files, an Unknown state) is refused with ErrUnmergedWork
+// unless force, in which case the directory, the ink branch and the
+// registration are deleted regardless and the result names what was
+// dropped.
+func RemoveForce(ctx context.Context, info Info, force bool) (RemoveResult, error) {
 	rec := info.Record
-	path := rec.Path
-	if path == "" || rec.RepoRoot == "" {
-		return fmt.Errorf("remove worktree %s: its repository is unknown; delete %s by hand after checking it", info.ChildID, path)
+	res := RemoveResult{ChildID: info.ChildID, RepoRoot: rec.RepoRoot, Path: rec.Path, Branch: rec.Branch}
+	if rec.Path == "" || rec.RepoRoot == "" {
+		return res, fmt.Errorf("remove worktree %s: its repository is unknown; check %s by hand and delete it, and its record %s, yourself", info.ChildID, rec.Path, recordPath(rec.Path))
 	}
-	inkHome := rec.inkHomeOf()
-	if !ownedPath(inkHome, path) {
-		return fmt.Errorf("remove worktree %s: %s is not under %s; refusing to touch it", info.ChildID, path, worktreesDir(inkHome))
+	if !inkShaped(rec.Path, rec.RepoRoot) || !inkOwned(rec) {
+		return res, fmt.Errorf("remove worktree %s: %s on branch %s is not a worktree ink made for %s; refusing to touch it", info.ChildID, rec.Path, rec.Branch, rec.RepoRoot)
 	}
-	lk, err := lockRepo(ctx, inkHome, rec.RepoRoot)
+	lk, err := lockRepo(ctx, rec.RepoRoot)
 	if err != nil {
-		return fmt.Errorf("remove worktree %s: %w", info.ChildID, err)
+		return res, fmt.Errorf("remove worktree %s: %w", info.ChildID, err)
 	}
 	defer lk.unlock()
 
-	if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
-		if reg, ok := findRegistered(all, path); ok && reg.locked {
-			if pid := lockPID(reg.lockReason); pid > 0 && pidAlive(pid) {
-				return fmt.Errorf("%w: %s is locked by running process %d (%s); stop it first", ErrInUse, path, pid, reg.lockReason)
-			}
-		}
-	}
-
-	if !info.RecordMissing {
-		a := Assess(ctx, rec)
-		if a.State == Clean {
-			return removeLocked(ctx, rec)
-		}
-		if a.State == WorkPresent {
-			if tip, ok := mergedTip(ctx, rec); ok {
-				return dropWorktree(ctx, rec, tip, false)
-			}
-		}
-		if !force {
-			return fmt.Errorf("%w: %s (%s: %s); merge it with `ink worktrees merge %s` or drop it with `ink worktrees rm --force %s`",
-				ErrUnmergedWork, path, a.State, a.Detail, info.ChildID, info.ChildID)
-		}
-	} else if !force {
-		return fmt.Errorf("%w: %s has no ink record, so ink cannot tell whether it holds work; inspect it and use --force to drop it", ErrUnmergedWork, path)
-	}
-	tip := ""
-	if t, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch); err == nil {
-		tip = strings.TrimSpace(t)
-	}
-	return dropWorktree(ctx, rec, tip, true)
-}
-
-// mergedTip returns the branch tip when the worktree has no uncommitted
-// files and the tip is already contained in the main checkout's HEAD.
-func mergedTip(ctx context.Context, rec Record) (string, bool) {
-	st, err := uncommitted(ctx, rec.Path)
-	if err != nil || len(st) > 0 {
-		return "", false
-	}
-	tip, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch+"^{commit}")
+	all, err := listRegistered(ctx, rec.RepoRoot)
 	if err != nil {
-		return "", false
+		return res, fmt.Errorf("remove worktree %s: %w", info.ChildID, err)
 	}
-	tip = strings.TrimSpace(tip)
-	if _, err := read(ctx, rec.RepoRoot, "merge-base", "--is-ancestor", tip, "HEAD"); err != nil {
-		return "", false
+	reg, registered := findRegistered(all, rec.Path)
+	if registered && reg.locked {
+		if pid := lockPID(reg.lockReason); pid > 0 && pidAlive(pid) {
+			return res, fmt.Errorf("%w: %s is locked by running process %d (%s); stop it first", ErrInUse, rec.Path, pid, reg.lockReason)
+		}
 	}
-	return tip, true
+	tip := branchTip(ctx, rec)
+	drop := func(tip string, force bool) (RemoveResult, error) {
+		if err := dropWorktree(ctx, lk, rec, tip, force); err != nil {
+			return res, err
+		}
+		res.Removed = true
+		return res, nil
+	}
+	switch {
+	case registered && reg.locked && strings.HasSuffix(reg.lockReason, creatingMark) && (tip == "" || tip == rec.Baseline):
+		// An interrupted creation: no agent ever ran in it.
+		return drop(tip, true)
+	case !dirExists(rec.Path):
+		return removeBranchOnly(ctx, lk, rec, tip, force, res)
+	}
+	var a Assessment
+	if rec.Baseline == "" {
+		a = unknown("no ink record for %s, and its branch's reflog no longer says where it started", rec.Path)
+	} else {
+		a = Assess(ctx, rec)
+	}
+	if a.State == Clean {
+		return drop(rec.Baseline, false)
+	}
+	st, stErr := uncommitted(ctx, rec.Path)
+	if a.State == WorkPresent && stErr == nil && len(st) == 0 && tip != "" && inHead(ctx, rec.RepoRoot, tip) {
+		return drop(tip, false)
+	}
+	if !force {
+		id := info.ChildID
+		if a.State == WorkPresent {
+			merge := "ink worktrees merge " + id
+			if stErr == nil && len(st) > 0 {
+				merge = "ink worktrees merge --commit " + id
+			}
+			return res, fmt.Errorf("%w: %s (%s: %s); merge it with `%s` or drop it with `ink worktrees rm --force %s`",
+				ErrUnmergedWork, rec.Path, a.State, a.Detail, merge, id)
+		}
+		return res, fmt.Errorf("%w: ink cannot tell what %s holds (%s); look at it with %s and drop it with `ink worktrees rm --force %s`",
+			ErrUnmergedWork, rec.Path, a.Detail, inspectHint(info), id)
+	}
+	if tip != "" && !inHead(ctx, rec.RepoRoot, tip) {
+		res.DroppedHead = tip
+	}
+	res.Discarded = st
+	return drop(tip, true)
 }
 
-// dropWorktree deletes the worktree, its ink branch (only while it points
-// at tip) and its record. With force, uncommitted files are discarded.
-func dropWorktree(ctx context.Context, rec Record, tip string, force bool) error {
-	if dirExists(rec.Path) {
-		if err := Unlock(ctx, rec); err != nil && !force {
-			return fmt.Errorf("remove worktree: %w", err)
+// removeBranchOnly handles a worktree whose directory is gone: its
+// registration and record go, and its branch too when it holds nothing the main
+// checkout's HEAD lacks (or with force).
+func removeBranchOnly(ctx context.Context, lk *repoLock, rec Record, tip string, force bool, res RemoveResult) (RemoveResult, error) {
+	if tip != "" && tip != rec.Baseline && !inHead(ctx, rec.RepoRoot, tip) {
+		if !force {
+			return res, fmt.Errorf("%w: the worktree %s is gone but its branch %s holds commits your HEAD lacks; merge them with `ink worktrees merge %s` or drop the branch with `ink worktrees rm --force %s`",
+				ErrUnmergedWork, rec.Path, rec.Branch, rec.ChildID(), rec.ChildID())
 		}
+		res.DroppedHead = tip
+	}
+	if err := dropWorktree(ctx, lk, rec, tip, force); err != nil {
+		return res, err
+	}
+	res.Removed = true
+	return res, nil
+}
+
+// inspectHint says how to look at a worktree ink cannot judge.
+func inspectHint(info Info) string {
+	rec := info.Record
+	if rec.Baseline != "" && !info.RecordMissing && dirExists(rec.Path) {
+		return fmt.Sprintf("`ink worktrees diff %s` (or git in %s)", info.ChildID, rec.Path)
+	}
+	return fmt.Sprintf("git in %s (`git -C %s status`, `git -C %s log`)", rec.Path, rec.Path, rec.Path)
+}
+
+// branchTip returns the commit rec's branch points at, "" when it does
+// not exist.
+func branchTip(ctx context.Context, rec Record) string {
+	if rec.Branch == "" {
+		return ""
+	}
+	out, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// inHead reports whether commit is contained in the HEAD of the main
+// checkout at root.
+func inHead(ctx context.Context, root, commit string) bool {
+	_, err := read(ctx, root, "merge-base", "--is-ancestor", commit, "HEAD")
+	return err == nil
+}
+
+// dropWorktree deletes the worktree (its directory and registration), its
+// ink branch (only while it points at tip; none when tip is "") and its
+// record. With force, uncommitted files are discarded. A failure part-way
+// is a *RemovalError saying what remains.
+func dropWorktree(ctx context.Context, lk *repoLock, rec Record, tip string, force bool) error {
+	isReg, isLocked := false, false
+	if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
+		var reg registered
+		reg, isReg = findRegistered(all, rec.Path)
+		isLocked = reg.locked
+	}
+	if isReg && isLocked {
+		if err := unlockWorktree(ctx, lk, rec); err != nil && !force {
+			return failed(ctx, rec, fmt.Errorf("remove worktree: %w", err))
+		}
+	}
+	if dirExists(rec.Path) {
 		args := []string{"worktree", "remove", rec.Path}
 		if force {
 			args = []string{"worktree", "remove", "--force", "--force", rec.Path}
 		}
-		if _, err := run(ctx, rec.RepoRoot, args...); err != nil {
+		if _, err := lk.run(ctx, rec.RepoRoot, args...); err != nil {
 			if !force {
-				return fmt.Errorf("remove worktree %s: %w", rec.Path, err)
+				return failed(ctx, rec, fmt.Errorf("remove worktree %s: %w", rec.Path, err))
 			}
 			if err := os.RemoveAll(rec.Path); err != nil {
-				return fmt.Errorf("remove worktree %s: %w", rec.Path, err)
+				return failed(ctx, rec, fmt.Errorf("remove worktree %s: %w", rec.Path, err))
 			}
 		}
 	}
-	if _, err := run(ctx, rec.RepoRoot, "worktree", "prune"); err != nil {
-		return fmt.Errorf("remove worktree: prune: %w", err)
+	if _, err := lk.run(ctx, rec.RepoRoot, "worktree", "prune"); err != nil {
+		return failed(ctx, rec, fmt.Errorf("remove worktree: prune: %w", err))
 	}
 	if tip != "" {
-		if err := deleteInkBranch(ctx, rec, tip); err != nil {
-			return fmt.Errorf("remove worktree: the directory is gone but %w", err)
+		if err := deleteInkBranch(ctx, lk, rec, tip); err != nil {
+			return failed(ctx, rec, fmt.Errorf("remove worktree: the directory is gone but %w", err))
 		}
 	}
-	if err := os.Remove(recordPath(rec.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove worktree record: %w", err)
+	if err := removeRecord(rec.Path); err != nil {
+		return failed(ctx, rec, err)
 	}
 	removeEmptySlugDir(rec.Path)
 	return nil
-}
-
-// ownedPath reports whether path is $INK_HOME/worktrees/<slug>/<id>.
-func ownedPath(inkHome, path string) bool {
-	base := worktreesDir(inkHome)
-	if r, err := realpath(base); err == nil {
-		base = r
-	}
-	p := filepath.Clean(path)
-	if r, err := resolveExisting(p); err == nil {
-		p = r
-	}
-	return filepath.Dir(filepath.Dir(p)) == base && checkChildID(filepath.Base(p)) == nil
-}
-
-// Prune removes every Clean worktree under $INK_HOME/worktrees that is
-// unlocked or whose locking process is dead, and every record file left
-// without a directory, registration or branch; it keeps everything else.
-// It returns the paths it removed; failures are joined into the error while
-// the rest go on.
-func Prune(ctx context.Context, inkHome string) ([]string, error) {
-	infos, err := List(ctx, inkHome)
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, info := range infos {
-		rec := info.Record
-		if info.Locked && info.LockPIDAlive {
-			continue
-		}
-		switch {
-		case !info.RecordMissing && info.Assessment.State == Clean:
-			if err := Remove(ctx, rec); err != nil {
-				if !errors.Is(err, ErrNotClean) {
-					errs = append(errs, fmt.Errorf("prune %s: %w", info.ChildID, err))
-				}
-				continue
-			}
-			removed = append(removed, rec.Path)
-		case !info.RecordMissing && !dirExists(rec.Path):
-			gone, err := pruneOrphanRecord(ctx, inkHome, rec)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("prune %s: %w", info.ChildID, err))
-			} else if gone {
-				removed = append(removed, rec.Path)
-			}
-		}
-	}
-	return removed, errors.Join(errs...)
-}
-
-// pruneOrphanRecord deletes rec's record file, under the repository lock,
-// when its worktree left nothing behind.
-func pruneOrphanRecord(ctx context.Context, inkHome string, rec Record) (bool, error) {
-	if !dirExists(rec.RepoRoot) {
-		return false, nil
-	}
-	lk, err := lockRepo(ctx, inkHome, rec.RepoRoot)
-	if err != nil {
-		return false, err
-	}
-	defer lk.unlock()
-	if !orphanRecord(ctx, rec) {
-		return false, nil
-	}
-	if err := os.Remove(recordPath(rec.Path)); err != nil {
-		return false, err
-	}
-	removeEmptySlugDir(rec.Path)
-	return true, nil
-}
-
-// orphanRecord reports whether rec's worktree left nothing behind: no
-// directory, no registration, and no branch.
-func orphanRecord(ctx context.Context, rec Record) bool {
-	if _, err := os.Lstat(rec.Path); err == nil {
-		return false
-	}
-	if !dirExists(rec.RepoRoot) {
-		return false
-	}
-	if _, err := run(ctx, rec.RepoRoot, "worktree", "prune"); err != nil {
-		return false
-	}
-	all, err := listRegistered(ctx, rec.RepoRoot)
-	if err != nil {
-		return false
-	}
-	if _, ok := findRegistered(all, rec.Path); ok {
-		return false
-	}
-	_, err = read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch)
-	return exitCode(err) == 1
 }

@@ -59,6 +59,9 @@ type Assessment struct {
 	// Untracked lists up to 5 untracked files; UntrackedMore counts the rest.
 	Untracked     []string `json:"untracked,omitempty"`
 	UntrackedMore int      `json:"untrackedMore,omitempty"`
+	// Uncommitted is true when some of the work is not committed (staged,
+	// modified or untracked files), so merging it needs `merge --commit`.
+	Uncommitted bool `json:"uncommitted,omitempty"`
 }
 
 // maxUntrackedShown bounds Assessment.Untracked.
@@ -144,7 +147,7 @@ func assessState(ctx context.Context, rec Record) Assessment {
 		return unknown("git status failed in %s: %v", path, err)
 	}
 	if strings.TrimSpace(status) != "" {
-		return Assessment{State: WorkPresent, Detail: uncommittedDetail(status)}
+		return Assessment{State: WorkPresent, Detail: uncommittedDetail(status), Uncommitted: true}
 	}
 
 	_, err = readIn(ctx, path, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", rec.Baseline)
@@ -292,9 +295,12 @@ func commitsDetail(ctx context.Context, path, baseline, tip string) string {
 	return fmt.Sprintf("%s commits since baseline %s", strings.TrimSpace(n), ShortSHA(baseline))
 }
 
-// fillWorkSummary adds the shortstat and untracked files; failures leave
-// them empty (the state stands).
+// fillWorkSummary adds the shortstat, the untracked files and whether
+// anything is uncommitted; failures leave them empty (the state stands).
 func fillWorkSummary(ctx context.Context, rec Record, a *Assessment) {
+	if st, err := uncommitted(ctx, rec.Path); err == nil && len(st) > 0 {
+		a.Uncommitted = true
+	}
 	if st, err := readIn(ctx, rec.Path, "diff", "--shortstat", "--no-ext-diff", "--no-textconv", rec.Baseline); err == nil {
 		a.Shortstat = strings.TrimSpace(st)
 	}

@@ -141,6 +141,12 @@ func TestAssessKeepsWork(t *testing.T) {
 			d := Describe(a, rec)
 			prefix := "changes kept in worktree " + rec.Path + " on branch ink/w1 ("
 			suffix := ") — review with `ink worktrees diff w1`, merge with `ink worktrees merge w1`"
+			if a.Uncommitted {
+				suffix = ") — review with `ink worktrees diff w1`, merge with `ink worktrees merge --commit w1`"
+			}
+			if uncommitted := !strings.Contains(tc.name, "commit"); a.Uncommitted != uncommitted {
+				t.Errorf("Uncommitted = %v, want %v", a.Uncommitted, uncommitted)
+			}
 			if !strings.HasPrefix(d, prefix) || !strings.HasSuffix(d, suffix) {
 				t.Errorf("Describe = %q", d)
 			}

@@ -93,3 +93,43 @@ func gitBench(b *testing.B, dir string, args ...string) {
 		b.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
+
+// BenchmarkList lists 150 worktrees (the load run that found `ink worktrees
+// ls` slow had 144) without and with status, beside the floor: one bare
+// `git worktree list --porcelain` of the repository.
+func BenchmarkList(b *testing.B) {
+	ctx := context.Background()
+	root := newRepo(b)
+	home := filepath.Join(b.TempDir(), "inkhome")
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 150
+	for i := range n {
+		if _, err := Create(ctx, repo, home, fmt.Sprintf("list-%d", i), os.Getpid()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("ink-ls", func(b *testing.B) {
+		for b.Loop() {
+			infos, err := ListWith(ctx, home, ListOptions{Repos: []string{root}})
+			if err != nil || len(infos) != n {
+				b.Fatalf("ListWith = %d, %v", len(infos), err)
+			}
+		}
+	})
+	b.Run("git-worktree-list", func(b *testing.B) {
+		for b.Loop() {
+			gitBench(b, root, "worktree", "list", "--porcelain")
+		}
+	})
+	b.Run("ink-ls-status", func(b *testing.B) {
+		for b.Loop() {
+			infos, err := ListWith(ctx, home, ListOptions{Status: true})
+			if err != nil || len(infos) != n {
+				b.Fatalf("ListWith = %d, %v", len(infos), err)
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,7 +29,7 @@ func TestConcurrentCreate(t *testing.T) {
 	var outs []*bytes.Buffer
 	for i := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=1", "INK_TEST_REPO="+root, "INK_TEST_HOME="+home, fmt.Sprintf("INK_TEST_ID=proc%d", i))
+		cmd.Env = append(os.Environ(), helperEnv+"=create", "INK_TEST_REPO="+root, "INK_TEST_HOME="+home, fmt.Sprintf("INK_TEST_ID=proc%d", i))
 		out := &bytes.Buffer{}
 		cmd.Stdout = out
 		cmd.Stderr = out
@@ -96,5 +97,53 @@ func TestConcurrentCreate(t *testing.T) {
 	}
 	if n := len(registeredPaths(t, root)); n != 1 {
 		t.Errorf("%d worktrees registered after removal, want 1", n)
+	}
+}
+
+// TestManyHomesOneRepository: eight processes, each with its own INK_HOME,
+// create, list, assess and remove worktrees in one repository at the same
+// time. None may fail: the repository's own lock serialises their git
+// worktree commands whatever INK_HOME each uses, and reads retry the
+// moments git's metadata is being rewritten.
+func TestManyHomesOneRepository(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t)
+	const procs = 8
+	type helper struct {
+		cmd  *exec.Cmd
+		out  bytes.Buffer
+		done chan error
+	}
+	hs := make([]*helper, procs)
+	for i := range procs {
+		h := &helper{done: make(chan error, 1)}
+		h.cmd = exec.Command(os.Args[0], "-test.run=^$")
+		h.cmd.Env = append(os.Environ(), helperEnv+"=cycle", envRepo+"="+root, envHome+"="+newInkHome(t), fmt.Sprintf("%s=p%d", envID, i))
+		h.cmd.Stdout = &h.out
+		h.cmd.Stderr = &h.out
+		if err := h.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := h.cmd.Process.Pid
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		go func() { h.done <- h.cmd.Wait() }()
+		hs[i] = h
+	}
+	deadline := time.After(5 * time.Minute)
+	for i, h := range hs {
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("process %d failed (%v):\n%s", i, err, h.out.String())
+			}
+		case <-deadline:
+			t.Fatalf("process %d did not finish", i)
+		}
+	}
+	if n := len(registeredPaths(t, root)); n != 1 {
+		t.Errorf("%d worktrees registered at the end, want only the main checkout", n)
+	}
+	if b := git(t, root, "branch", "--list", "ink/*"); b != "" {
+		t.Errorf("branches left: %s", b)
 	}
 }

@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,43 +12,32 @@ import (
 // BranchPrefix starts the name of every branch ink creates for a worktree.
 const BranchPrefix = "ink/"
 
-// Record is what ink remembers about a worktree it created: enough to
-// assess it, validate it before a resume, and remove it safely. It is part
-// of the child's launch record.
-type Record struct {
-	// RepoRoot is the main checkout (Repo.Root).
-	RepoRoot string `json:"repoRoot"`
-	// Baseline is the commit the branch was created at.
-	Baseline string `json:"baseline"`
-	// Path is the worktree directory (symlinks resolved).
-	Path string `json:"path"`
-	// Branch is the short branch name, ink/<childId>.
-	Branch string `json:"branch"`
-	// CreationReflog is the branch's reflog ("%H %gs" lines, newest first)
-	// right after creation.
-	CreationReflog string `json:"creationReflog"`
-	// Cwd is the child's working directory: Path plus the parent's prefix.
-	Cwd string `json:"cwd"`
-}
+// testHookCreate, when set by a test before any Create runs, is called at
+// each named step of Create (with the repository lock held); an error fails
+// Create there.
+var testHookCreate func(childID, step string) error
 
-// ChildID returns the child id the worktree was created for (the last
-// element of its path).
-func (r Record) ChildID() string { return filepath.Base(r.Path) }
-
-// inkHomeOf recovers $INK_HOME from a worktree path
-// ($INK_HOME/worktrees/<slug>/<childId>).
-func (r Record) inkHomeOf() string {
-	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Clean(r.Path))))
+func createStep(childID, step string) error {
+	if testHookCreate != nil {
+		return testHookCreate(childID, step)
+	}
+	return nil
 }
 
 // Create makes a worktree for childID on a new branch ink/<childID> at
 // repo.Head, under $INK_HOME/worktrees/<repo-slug>/<childID>, copies the
-// gitignored files listed in the repository's .worktreeinclude, writes the
-// record file beside it, and locks it with the reason "ink <childID> pid
-// <pid>". Creations in one repository are serialised by a file lock, so it
-// is safe for concurrent use across goroutines and processes. On any
-// failure everything it made is rolled back and the error says why. The
-// caller later removes the worktree with Remove (only when Clean).
+// gitignored files listed in the repository's .worktreeinclude, and locks
+// it with the reason "ink <childID> pid <pid>". Creations in one repository
+// are serialised by the repository's lock (see the package doc), so it is
+// safe for concurrent use across goroutines, processes and INK_HOMEs.
+//
+// It is crash-safe: the record file is written first (before git is asked
+// for anything), and the worktree is locked "ink <childID> pid <pid>
+// creating" until every step is done. Whatever instant the process dies,
+// what is left is nothing, or a record and perhaps its branch and worktree
+// that List attributes to childID and Prune removes. On an error everything
+// it made is rolled back and the error says why. The caller later removes
+// the worktree with Remove (only when Clean).
 func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (Record, error) {
 	if err := checkChildID(childID); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
@@ -70,85 +58,140 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 		return Record{}, fmt.Errorf("create worktree: resolve INK_HOME: %w", err)
 	}
 	slugDir := filepath.Join(worktreesDir(home), RepoSlug(repo.Root))
-	path := filepath.Join(slugDir, childID)
 	branch := BranchPrefix + childID
 
-	lk, err := lockRepo(ctx, home, repo.Root)
+	lk, err := lockRepo(ctx, repo.Root)
 	if err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	defer lk.unlock()
+	if err := createStep(childID, "locked"); err != nil {
+		return Record{}, fmt.Errorf("create worktree: %w", err)
+	}
 	if err := os.MkdirAll(slugDir, 0o700); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
+	removeStaleTemps(slugDir)
+	path := filepath.Join(slugDir, childID)
 
-	if _, err := run(ctx, repo.Root, "worktree", "prune"); err != nil {
+	if _, err := lk.run(ctx, repo.Root, "worktree", "prune"); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return Record{}, fmt.Errorf("create worktree: %s already exists; pick another child id or remove it with `ink worktrees rm %s`", path, childID)
+	for _, p := range []string{path, recordPath(path)} {
+		if _, err := os.Lstat(p); err == nil {
+			return Record{}, fmt.Errorf("create worktree: %s already exists; pick another child id or remove it with `ink worktrees rm %s`", p, childID)
+		}
 	}
 	if _, err := read(ctx, repo.Root, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
 		return Record{}, fmt.Errorf("create worktree: branch %s already exists in %s; ink never reuses or deletes it — pick another child id", branch, repo.Root)
 	}
-	c := gitCall{dir: repo.Root, noHooks: true, config: []string{"core.logAllRefUpdates=true"},
-		args: []string{"worktree", "add", "--quiet", "--lock", "--reason", lockReason(childID, pid), "-b", branch, path, repo.Head}}
-	if _, err := c.exec(ctx); err != nil {
-		rollback(context.WithoutCancel(ctx), repo.Root, path, branch, repo.Head)
+	rec := Record{
+		RepoRoot:       repo.Root,
+		Baseline:       repo.Head,
+		Path:           path,
+		Branch:         branch,
+		CreationReflog: creationReflog(repo.Head),
+		Cwd:            filepath.Join(path, filepath.FromSlash(repo.Prefix)),
+	}
+	if err := createRecord(rec); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	rec, err := finishCreate(ctx, repo, path, branch, includes)
-	if err != nil {
-		rollback(context.WithoutCancel(ctx), repo.Root, path, branch, repo.Head)
+	undo := func(err error) (Record, error) {
+		rollback(context.WithoutCancel(ctx), lk, rec)
 		return Record{}, fmt.Errorf("create worktree: %w (rolled back: nothing was left behind)", err)
+	}
+	if err := createStep(childID, "recorded"); err != nil {
+		return undo(err)
+	}
+	if err := addWorktree(ctx, lk, rec, lockReason(childID, pid)+creatingMark); err != nil {
+		return undo(err)
+	}
+	if err := createStep(childID, "added"); err != nil {
+		return undo(err)
+	}
+	if err := finishCreate(ctx, rec, includes); err != nil {
+		return undo(err)
+	}
+	if err := createStep(childID, "finished"); err != nil {
+		return undo(err)
+	}
+	if err := unlockWorktree(ctx, lk, rec); err != nil {
+		return undo(err)
+	}
+	if err := createStep(childID, "relocking"); err != nil {
+		return undo(err)
+	}
+	if err := lockWorktree(ctx, lk, rec, lockReason(childID, pid)); err != nil {
+		return undo(err)
 	}
 	return rec, nil
 }
 
-// finishCreate does everything after `git worktree add`.
-func finishCreate(ctx context.Context, repo Repo, path, branch string, includes []string) (Record, error) {
-	real, err := realpath(path)
-	if err != nil {
-		return Record{}, err
+// addWorktree runs `git worktree add` for rec, locked with reason. A
+// transient git failure (another git process held a lock, or was changing
+// another worktree's metadata) is rolled back and tried again a few times.
+func addWorktree(ctx context.Context, lk *repoLock, rec Record, reason string) error {
+	c := lk.call(gitCall{dir: rec.RepoRoot, noRetry: true, config: []string{"core.logAllRefUpdates=true"},
+		args: []string{"worktree", "add", "--quiet", "--lock", "--reason", reason, "-b", rec.Branch, rec.Path, rec.Baseline}})
+	for attempt := 0; ; attempt++ {
+		_, err := c.exec(ctx)
+		if err == nil || attempt >= len(retryDelays) || !transient(err) {
+			return err
+		}
+		undoGit(context.WithoutCancel(ctx), lk, rec)
+		if !sleepCtx(ctx, jitter(retryDelays[attempt])) {
+			return err
+		}
 	}
-	snap, err := readIn(ctx, real, "reflog", "show", "--format=%H %gs", "refs/heads/"+branch)
+}
+
+// finishCreate does everything after `git worktree add`: it checks that the
+// branch's reflog is the one recorded, makes the child's cwd and copies the
+// .worktreeinclude files.
+func finishCreate(ctx context.Context, rec Record, includes []string) error {
+	real, err := realpath(rec.Path)
 	if err != nil {
-		return Record{}, fmt.Errorf("snapshot reflog: %w", err)
+		return err
+	}
+	if real != rec.Path {
+		return fmt.Errorf("the worktree %s resolves to %s: a directory on its path was replaced by a symlink", rec.Path, real)
+	}
+	snap, err := readIn(ctx, rec.Path, "reflog", "show", "--format=%H %gs", "refs/heads/"+rec.Branch)
+	if err != nil {
+		return fmt.Errorf("snapshot reflog: %w", err)
 	}
 	snap = strings.TrimSpace(snap)
 	if snap == "" {
-		return Record{}, fmt.Errorf("snapshot reflog: branch %s has no reflog", branch)
+		return fmt.Errorf("snapshot reflog: branch %s has no reflog", rec.Branch)
 	}
-	rec := Record{
-		RepoRoot:       repo.Root,
-		Baseline:       repo.Head,
-		Path:           real,
-		Branch:         branch,
-		CreationReflog: snap,
-		Cwd:            filepath.Join(real, filepath.FromSlash(repo.Prefix)),
+	if snap != rec.CreationReflog {
+		rec.CreationReflog = snap
+		if err := replaceRecord(rec); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(rec.Cwd, 0o755); err != nil {
-		return Record{}, fmt.Errorf("make child cwd: %w", err)
+		return fmt.Errorf("make child cwd: %w", err)
 	}
-	if err := copyIncludes(repo.Root, real, includes); err != nil {
-		return Record{}, err
-	}
-	if err := writeRecord(rec); err != nil {
-		return Record{}, err
-	}
-	return rec, nil
+	return copyIncludes(rec.RepoRoot, rec.Path, includes)
 }
 
 // rollback undoes a partial Create: the worktree, its directory, the
 // branch (only while it still points at baseline) and the record file.
-func rollback(ctx context.Context, root, path, branch, baseline string) {
-	_, _ = run(ctx, root, "worktree", "unlock", path)
-	_, _ = run(ctx, root, "worktree", "remove", "--force", "--force", path)
-	_ = os.RemoveAll(path)
-	_ = os.Remove(recordPath(path))
-	_, _ = run(ctx, root, "update-ref", "-d", "refs/heads/"+branch, baseline)
-	_, _ = run(ctx, root, "worktree", "prune")
-	removeEmptySlugDir(path)
+func rollback(ctx context.Context, lk *repoLock, rec Record) {
+	undoGit(ctx, lk, rec)
+	_ = removeRecord(rec.Path)
+	removeEmptySlugDir(rec.Path)
+}
+
+// undoGit removes what `git worktree add` made for rec: the registration,
+// the directory and the branch (only while it still points at baseline).
+func undoGit(ctx context.Context, lk *repoLock, rec Record) {
+	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "unlock", rec.Path)
+	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "remove", "--force", "--force", rec.Path)
+	_ = os.RemoveAll(rec.Path)
+	_, _ = lk.run(ctx, rec.RepoRoot, "update-ref", "-d", "refs/heads/"+rec.Branch, rec.Baseline)
+	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "prune")
 }
 
 // removeEmptySlugDir deletes the repository's directory under
@@ -156,77 +199,4 @@ func rollback(ctx context.Context, root, path, branch, baseline string) {
 // repository lock, so no Create can be about to use it.
 func removeEmptySlugDir(worktreePath string) {
 	_ = os.Remove(filepath.Dir(filepath.Clean(worktreePath)))
-}
-
-// lockReason is the reason Create and the orchestrator put on a worktree.
-func lockReason(childID string, pid int) string {
-	return fmt.Sprintf("ink %s pid %d", childID, pid)
-}
-
-// Lock marks the worktree locked with reason (e.g. "ink <childId> pid
-// <pid>"), replacing an existing lock, so `git worktree prune` and other
-// tools leave it alone while a worker runs in it.
-func Lock(ctx context.Context, rec Record, reason string) error {
-	if err := Unlock(ctx, rec); err != nil {
-		return err
-	}
-	return lockWorktree(ctx, rec, reason)
-}
-
-func lockWorktree(ctx context.Context, rec Record, reason string) error {
-	if _, err := run(ctx, rec.RepoRoot, "worktree", "lock", "--reason", reason, rec.Path); err != nil {
-		return fmt.Errorf("lock worktree %s: %w", rec.Path, err)
-	}
-	return nil
-}
-
-// Unlock removes the worktree's lock; an unlocked worktree is not an error.
-func Unlock(ctx context.Context, rec Record) error {
-	_, err := run(ctx, rec.RepoRoot, "worktree", "unlock", rec.Path)
-	if err != nil && !strings.Contains(err.Error(), "is not locked") {
-		return fmt.Errorf("unlock worktree %s: %w", rec.Path, err)
-	}
-	return nil
-}
-
-// writeRecord stores rec beside its worktree, atomically.
-func writeRecord(rec Record) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	dst := recordPath(rec.Path)
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".record-*")
-	if err != nil {
-		return fmt.Errorf("write worktree record: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write worktree record: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write worktree record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write worktree record: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return fmt.Errorf("write worktree record: %w", err)
-	}
-	return nil
-}
-
-// readRecord loads the record file of the worktree at path.
-func readRecord(path string) (Record, error) {
-	data, err := os.ReadFile(recordPath(path))
-	if err != nil {
-		return Record{}, err
-	}
-	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return Record{}, fmt.Errorf("worktree record %s: %w", recordPath(path), err)
-	}
-	return rec, nil
 }

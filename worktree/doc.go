@@ -1,19 +1,53 @@
 // Package worktree owns the lifecycle of the git worktrees that ink gives to
 // children whose edits are risky: it detects the repository a child starts
 // in, creates a worktree on a fresh ink/<childId> branch under
-// $INK_HOME/worktrees (serialised per repository by a file lock), locks it
-// while a worker runs there, assesses it after every attempt (clean,
-// work-present or unknown), removes it only when it is provably clean,
-// validates it before a resume, and serves the `ink worktrees` commands
-// (list, diff, merge, rm, prune).
+// $INK_HOME/worktrees, locks it while a worker runs there, assesses it after
+// every attempt (clean, work-present or unknown), removes it only when it is
+// provably clean, validates it before a resume, and serves the `ink
+// worktrees` commands (list, diff, merge, rm, prune).
 //
 // The package never loses work: any doubt (a git failure, a missing file, a
 // replaced history) is reported as Unknown and nothing is deleted, and it
 // never deletes a branch it did not create. Every git call goes through one
-// wrapper (git.go) that pins the locale, never prompts, and keeps ink's own
-// writes free of repository hooks.
+// wrapper (git.go) that pins the locale, never prompts, keeps ink's own
+// writes free of repository hooks, and retries, a bounded number of times
+// with jitter, the failures git reports when it loses a race with another
+// git process (a held index.lock or config.lock, a worktree's metadata read
+// while it was being written).
 //
-// Besides the worktree directory, the package writes one record file per
-// worktree, $INK_HOME/worktrees/<repo-slug>/<childId>.json, so the admin
-// commands know the baseline; it is removed together with the worktree.
+// # One lock per repository, kept in the repository
+//
+// Every change ink makes to a repository's worktree metadata — `git
+// worktree add`, `remove`, `prune`, `lock` and `unlock`, deleting an
+// ink/<childId> branch, the commit and merge of `ink worktrees merge` — runs
+// under an exclusive flock on <git-common-dir>/ink-worktrees.lock. The lock
+// lives in the repository, not under INK_HOME, because git's own worktree
+// commands are not safe against each other: one process adding a worktree
+// while another removes one fails with errors such as "failed to read
+// .git/worktrees/<id>/commondir". Two ink processes with different
+// INK_HOMEs (an MCP client and a terminal, CI and a person, two users) work
+// on the same repository, so only a lock found through the repository
+// excludes them all. The file is never deleted (deleting a flock target lets
+// two processes lock two different files of one name) and is readable by
+// all, so any user who may change the repository can take it. Its
+// descriptor is inherited by the git commands run under it, so a killed ink
+// does not release the lock while its git command is still writing.
+//
+// # Files and crash safety
+//
+// Besides the worktree directory the package keeps one record file per
+// worktree, $INK_HOME/worktrees/<repo-slug>/<childId>.json (repository,
+// baseline, branch, creation reflog), so the admin commands know the
+// baseline; it is removed together with the worktree. Create writes the
+// record before it asks git for anything, and keeps the worktree locked as
+// "ink <childId> pid <pid> creating" until every step is done, so whatever
+// instant the creating process dies, what is left is nothing or something
+// List attributes to its child and Prune removes: a record alone, a record
+// and its untouched branch, or a worktree whose lock names a dead pid. A
+// record is only ever replaced through one fixed temporary name,
+// .<childId>.json.tmp, which Create and Prune delete when they find one.
+// A worktree another INK_HOME made is recognised by its branch
+// (ink/<childId>) and its path (<home>/worktrees/<repo-slug>/<childId>); its
+// baseline is read from the branch's creation entry in the reflog when its
+// record cannot be read.
 package worktree

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // GitError is a failed git command: its arguments, directory, exit code and
@@ -69,8 +72,16 @@ type gitCall struct {
 	config []string
 	args   []string
 	// stdout, when set, receives standard output instead of the returned
-	// string.
+	// string (and the call is not retried, so nothing is written twice).
 	stdout io.Writer
+	// lock, when set, is the repository lock the call runs under: its
+	// descriptor is inherited by git.
+	lock *repoLock
+	// stdin, when set, is fed to git's standard input.
+	stdin []byte
+	// noRetry turns off the retry of transient failures, for a command
+	// that may have done part of its work before failing.
+	noRetry bool
 }
 
 // scrubbedEnv is the process environment without the variables that would
@@ -94,13 +105,24 @@ func scrubbedEnv() []string {
 }
 
 // exec runs the call and returns its standard output. A failure is a
-// *GitError with the exit code and standard error.
+// *GitError with the exit code and standard error. A transient failure —
+// another git process holding a lock file, a worktree's metadata read while
+// it was being written — is retried a few times with jittered backoff
+// (about two seconds in all) before it is returned.
 func (c gitCall) exec(ctx context.Context) (string, error) {
-	return c.execInput(ctx, nil)
+	for attempt := 0; ; attempt++ {
+		out, err := c.once(ctx)
+		if err == nil || c.noRetry || c.stdout != nil || attempt >= len(retryDelays) || !transient(err) {
+			return out, err
+		}
+		if !sleepCtx(ctx, jitter(retryDelays[attempt])) {
+			return out, err
+		}
+	}
 }
 
-// execInput is exec with stdin fed from in (nil for none).
-func (c gitCall) execInput(ctx context.Context, in io.Reader) (string, error) {
+// once runs the call one time.
+func (c gitCall) once(ctx context.Context) (string, error) {
 	var full []string
 	full = append(full, "-C", c.dir)
 	if c.read {
@@ -119,12 +141,17 @@ func (c gitCall) execInput(ctx context.Context, in io.Reader) (string, error) {
 		cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+c.ceiling)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdin = in
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
 	cmd.Stdout = &stdout
 	if c.stdout != nil {
 		cmd.Stdout = c.stdout
 	}
 	cmd.Stderr = &stderr
+	if c.lock != nil {
+		cmd.ExtraFiles = []*os.File{c.lock.f}
+	}
 	err := cmd.Run()
 	if err != nil {
 		code := -1
@@ -139,6 +166,40 @@ func (c gitCall) execInput(ctx context.Context, in io.Reader) (string, error) {
 		return stdout.String(), &GitError{Dir: c.dir, Args: c.args, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
+}
+
+// retryDelays are the pauses before each retry of a transient failure.
+var retryDelays = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+
+// jitter returns a duration between d/2 and 3d/2.
+func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d) }
+
+// sleepCtx sleeps for d; it returns false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// transientGit matches what git prints when it lost a race it may win on a
+// second try: a lock file (index.lock, config.lock, a ref's lock) held by
+// another git process, or a worktree's administrative files read while
+// another process was creating or deleting them.
+var transientGit = regexp.MustCompile(`(?i)\.lock'?: File exists|could not lock config file|unable to lock|cannot lock ref '[^']*': Unable to create|(failed to|unable to|could not) read [^\n]*worktrees/|(could not|unable to) (open|read) '[^']*worktrees/[^']*'`)
+
+// transient reports whether err is a git failure that is worth retrying
+// because another process held a lock or was changing worktree metadata.
+func transient(err error) bool {
+	var ge *GitError
+	if !errors.As(err, &ge) || ge.ExitCode < 0 {
+		return false
+	}
+	return transientGit.MatchString(ge.Stderr)
 }
 
 // run runs a git command that may write (hooks off) in dir.

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,26 +111,39 @@ func TestWorktreeIncludeRefusesEscapes(t *testing.T) {
 	}
 }
 
+// TestCreateRollsBackOnLateFailure: a failure at any step of Create after
+// the record is written rolls everything back: no directory, record,
+// temporary file, branch or registration remains.
 func TestCreateRollsBackOnLateFailure(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	root := newRepo(t)
-	home := newInkHome(t)
-	repo, err := Detect(ctx, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A directory where the record file must go makes the last step fail.
-	recDir := filepath.Join(home, "worktrees", RepoSlug(root), "late.json")
-	if err := os.MkdirAll(filepath.Join(recDir, "x"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Create(ctx, repo, home, "late", os.Getpid())
-	if err == nil || !strings.Contains(err.Error(), "rolled back") {
-		t.Fatalf("Create = %v, want a rolled-back failure", err)
-	}
-	if branchExists(t, root, "ink/late") || exists(filepath.Join(home, "worktrees", RepoSlug(root), "late")) || len(registeredPaths(t, root)) != 1 {
-		t.Fatal("Create left a branch, directory or registration behind")
+	for _, step := range []string{"recorded", "added", "finished", "relocking"} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			root := newRepo(t)
+			home := newInkHome(t)
+			repo, err := Detect(ctx, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := "late-" + step
+			createHooks.Store(id, func(s string) error {
+				if s == step {
+					return errors.New("the disk is full")
+				}
+				return nil
+			})
+			_, err = Create(ctx, repo, home, id, os.Getpid())
+			if err == nil || !strings.Contains(err.Error(), "the disk is full (rolled back: nothing was left behind)") {
+				t.Fatalf("Create = %v, want a rolled-back failure", err)
+			}
+			if branchExists(t, root, "ink/"+id) || len(registeredPaths(t, root)) != 1 {
+				t.Fatal("Create left a branch or registration behind")
+			}
+			if entries, _ := os.ReadDir(filepath.Join(home, "worktrees")); len(entries) != 0 {
+				t.Fatalf("Create left %v under INK_HOME/worktrees", entries)
+			}
+		})
 	}
 }
 

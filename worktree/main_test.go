@@ -9,16 +9,40 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// helperEnv switches the test binary into a child process that runs one
-// Create and prints its Record as JSON (for the multi-process tests).
-const helperEnv = "INK_WORKTREE_TEST_CREATE"
+// helperEnv switches the test binary into a helper process for the
+// multi-process tests: "create" runs one Create and prints its Record as
+// JSON, "crash" (crash_test.go) stops for good at one step of Create,
+// "cycle" (concurrent_test.go) creates, lists and removes worktrees,
+// "list" (list_test.go) lists them.
+const helperEnv = "INK_WORKTREE_TEST_HELPER"
+
+// createHooks maps a child id to the testHookCreate of the test that
+// creates it.
+var createHooks sync.Map // string -> func(step string) error
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "1" {
+	if filepath.Base(os.Args[0]) == "git" {
+		os.Exit(fakeGit())
+	}
+	testHookCreate = func(id, step string) error {
+		if f, ok := createHooks.Load(id); ok {
+			return f.(func(string) error)(step)
+		}
+		return nil
+	}
+	switch os.Getenv(helperEnv) {
+	case "create":
 		os.Exit(helperCreate())
+	case "crash":
+		os.Exit(helperCrash())
+	case "cycle":
+		os.Exit(helperCycle())
+	case "list":
+		os.Exit(helperList())
 	}
 	home, err := os.MkdirTemp("", "ink-worktree-test-home-")
 	if err != nil {

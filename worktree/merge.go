@@ -27,72 +27,166 @@ func (e *MergeRefusedError) Error() string {
 	return "merge refused: " + e.Why + ":\n  " + strings.Join(e.Files, "\n  ")
 }
 
+// MergeOptions changes what Merge does.
+type MergeOptions struct {
+	// Commit commits the worktree's uncommitted work (untracked files
+	// included, ignored files not) on its branch before merging, with a
+	// generated message, the repository's identity (else "ink
+	// <ink@localhost>") and no hooks. Without it such work is a refusal.
+	Commit bool
+	// Child says whether the worktree's child can still be resumed; a
+	// merged worktree is then kept for it rather than removed. Nil: no
+	// child is resumable.
+	Child func(Info) ChildStatus
+}
+
 // MergeResult tells what Merge did.
 type MergeResult struct {
+	ChildID string `json:"childId"`
 	// Branch is the worktree's branch; Into the main checkout's branch.
 	Branch string `json:"branch"`
 	Into   string `json:"into"`
+	// Committed is the commit MergeOptions.Commit made of the worktree's
+	// uncommitted work ("" when none was needed), and CommittedFiles what
+	// it holds ("M\tpath" lines as `git diff --name-status` prints them).
+	Committed      string   `json:"committed,omitempty"`
+	CommittedFiles []string `json:"committedFiles,omitempty"`
 	// Commit is the merge commit ("" when AlreadyMerged).
 	Commit string `json:"commit,omitempty"`
 	// AlreadyMerged is true when the branch had nothing the current branch
-	// lacks; nothing was done.
+	// lacks; nothing was merged.
 	AlreadyMerged bool `json:"alreadyMerged,omitempty"`
 	// Shortstat summarises what the merge brought in.
 	Shortstat string `json:"shortstat,omitempty"`
+	// Removed is true when the worktree and its branch were removed after
+	// the merge, everything in them being merged; Kept says why they were
+	// kept otherwise.
+	Removed bool   `json:"removed"`
+	Kept    string `json:"kept,omitempty"`
 }
 
 // Merge merges the worktree's branch into the branch checked out in the
 // main checkout with `git merge --no-ff -m "ink: merge <branch>"` (hooks
-// off), under the repository lock. It refuses with *MergeRefusedError,
-// changing nothing, when the main checkout is detached or has uncommitted
-// changes, when the worktree has uncommitted work (commit it there first),
-// when `git merge-tree` predicts conflicts, or when a file the merge adds
-// would overwrite an untracked or ignored file of the main checkout.
-func Merge(ctx context.Context, info Info) (MergeResult, error) {
+// off), under the repository lock, then removes the worktree and its
+// branch when nothing else is in them (unless its child can still be
+// resumed). It refuses with *MergeRefusedError, changing nothing, when a
+// live process holds the worktree, when ink cannot judge the worktree
+// (Unknown), when the main checkout is detached or has uncommitted
+// changes, when the worktree has uncommitted work and opts.Commit is not
+// set, when `git merge-tree` predicts conflicts, or when a file the merge
+// adds would overwrite an untracked or ignored file of the main checkout.
+func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, error) {
 	rec := info.Record
+	id := info.ChildID
+	res := MergeResult{ChildID: id, Branch: rec.Branch}
 	if rec.RepoRoot == "" || rec.Branch == "" {
-		return MergeResult{}, fmt.Errorf("merge %s: repository or branch unknown", info.ChildID)
+		return res, fmt.Errorf("merge %s: its repository or branch is unknown; look at %s with git", id, rec.Path)
 	}
-	lk, err := lockRepo(ctx, rec.inkHomeOf(), rec.RepoRoot)
+	lk, err := lockRepo(ctx, rec.RepoRoot)
 	if err != nil {
-		return MergeResult{}, fmt.Errorf("merge %s: %w", info.ChildID, err)
+		return res, fmt.Errorf("merge %s: %w", id, err)
 	}
 	defer lk.unlock()
-
-	res := MergeResult{Branch: rec.Branch}
 	root := rec.RepoRoot
+
+	if all, err := listRegistered(ctx, root); err == nil {
+		if reg, ok := findRegistered(all, rec.Path); ok && reg.locked {
+			if pid := lockPID(reg.lockReason); pid > 0 && pidAlive(pid) {
+				return res, &MergeRefusedError{Why: fmt.Sprintf("the worktree %s is in use by running process %d (%s); merge it once that process has ended", rec.Path, pid, reg.lockReason)}
+			}
+		}
+	}
+	var work []string
+	if dirExists(rec.Path) {
+		a := unknown("no ink record for %s, and its branch's reflog no longer says where it started", rec.Path)
+		if rec.Baseline != "" {
+			a = Assess(ctx, rec)
+		}
+		if a.State == Unknown {
+			return res, &MergeRefusedError{Why: fmt.Sprintf("ink cannot tell what the worktree %s holds (%s), so it will not merge it; look at it with %s, merge %s yourself if you want it (`git merge %s` in %s), or drop it with `ink worktrees rm --force %s`",
+				rec.Path, a.Detail, inspectHint(info), rec.Branch, rec.Branch, root, id)}
+		}
+		st, err := uncommitted(ctx, rec.Path)
+		if err != nil {
+			return res, fmt.Errorf("merge %s: %w", id, err)
+		}
+		work = statusFiles(strings.Join(st, "\n"))
+	}
+
 	into, err := read(ctx, root, "symbolic-ref", "-q", "--short", "HEAD")
 	if err != nil {
 		return res, &MergeRefusedError{Why: fmt.Sprintf("the main checkout %s is not on a branch (detached HEAD); check out the branch to merge into first", root)}
 	}
 	res.Into = strings.TrimSpace(into)
-
 	dirty, err := read(ctx, root, "status", "--porcelain", "--untracked-files=no")
 	if err != nil {
-		return res, fmt.Errorf("merge %s: %w", info.ChildID, err)
+		return res, fmt.Errorf("merge %s: %w", id, err)
 	}
 	if files := statusFiles(dirty); len(files) > 0 {
 		return res, &MergeRefusedError{Why: fmt.Sprintf("the main checkout %s has uncommitted changes; commit or stash them first", root), Files: files}
 	}
-	if dirExists(rec.Path) {
-		st, err := uncommitted(ctx, rec.Path)
+	if len(work) > 0 && !opts.Commit {
+		return res, &MergeRefusedError{Why: fmt.Sprintf("the worktree %s has uncommitted work; merge it with `ink worktrees merge --commit %s` (commits it on %s first), or commit it yourself in %s", rec.Path, id, rec.Branch, rec.Path), Files: work}
+	}
+	tip := branchTip(ctx, rec)
+	if tip == "" {
+		return res, fmt.Errorf("merge %s: branch %s not found in %s", id, rec.Branch, root)
+	}
+	mergeTip := tip
+	if len(work) > 0 {
+		c, files, err := commitWork(ctx, rec, tip)
 		if err != nil {
-			return res, fmt.Errorf("merge %s: %w", info.ChildID, err)
+			return res, fmt.Errorf("merge %s: commit the worktree's work: %w", id, err)
 		}
-		if files := statusFiles(strings.Join(st, "\n")); len(files) > 0 {
-			return res, &MergeRefusedError{Why: fmt.Sprintf("the worktree %s has uncommitted work; commit it in the worktree first (cd %s && git add -A && git commit)", rec.Path, rec.Path), Files: files}
-		}
-	}
-	tip, err := read(ctx, root, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch+"^{commit}")
-	if err != nil {
-		return res, fmt.Errorf("merge %s: branch %s not found: %w", info.ChildID, rec.Branch, err)
-	}
-	tip = strings.TrimSpace(tip)
-	if _, err := read(ctx, root, "merge-base", "--is-ancestor", tip, "HEAD"); err == nil {
-		res.AlreadyMerged = true
-		return res, nil
+		mergeTip = c
+		res.Committed, res.CommittedFiles = c, files
 	}
 
+	if !inHead(ctx, root, mergeTip) {
+		if err := preflight(ctx, root, res.Into, rec.Branch, mergeTip); err != nil {
+			return res, err
+		}
+	}
+	if res.Committed != "" {
+		// The commit the preflight passed becomes the branch's tip, and the
+		// worktree's index follows it (its files already match).
+		if _, err := lk.run(ctx, root, "update-ref", "-m", "ink: commit the work left uncommitted", "refs/heads/"+rec.Branch, mergeTip, tip); err != nil {
+			return res, fmt.Errorf("merge %s: %w", id, err)
+		}
+		if _, err := lk.call(gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), args: []string{"reset", "-q"}}).exec(ctx); err != nil {
+			return res, fmt.Errorf("merge %s: committed the work on %s as %s, but the worktree's index could not follow: %w", id, rec.Branch, ShortSHA(mergeTip), err)
+		}
+	}
+	if inHead(ctx, root, mergeTip) {
+		res.AlreadyMerged = true
+	} else {
+		merge := gitCall{dir: root, noRetry: true, env: identityEnv(ctx, root), args: []string{"merge", "--no-ff", "--no-edit", "-m", "ink: merge " + rec.Branch, mergeTip}}
+		if _, err := lk.call(merge).exec(ctx); err != nil {
+			if _, merr := read(ctx, root, "rev-parse", "-q", "--verify", "MERGE_HEAD"); merr == nil {
+				_, _ = lk.run(context.WithoutCancel(ctx), root, "merge", "--abort")
+			}
+			if res.Committed != "" {
+				return res, fmt.Errorf("merge %s: the work left uncommitted is now committed on %s as %s, but the merge failed: %w", id, rec.Branch, ShortSHA(res.Committed), err)
+			}
+			return res, fmt.Errorf("merge %s: %w", id, err)
+		}
+		head, err := read(ctx, root, "rev-parse", "HEAD")
+		if err != nil {
+			return res, fmt.Errorf("merge %s: merged, but HEAD is unreadable: %w", id, err)
+		}
+		res.Commit = strings.TrimSpace(head)
+		if st, err := read(ctx, root, "diff", "--shortstat", "HEAD^1", "HEAD"); err == nil {
+			res.Shortstat = strings.TrimSpace(st)
+		}
+	}
+	res.Removed, res.Kept = afterMerge(ctx, lk, info, mergeTip, opts)
+	return res, nil
+}
+
+// preflight refuses a merge of tip into the main checkout at root that
+// would conflict, or whose new files would overwrite untracked or ignored
+// files there.
+func preflight(ctx context.Context, root, into, branch, tip string) error {
 	out, err := read(ctx, root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", tip)
 	switch exitCode(err) {
 	case 0:
@@ -102,7 +196,7 @@ func Merge(ctx context.Context, info Info) (MergeResult, error) {
 		tree, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		added, err := read(ctx, root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", "HEAD", tree)
 		if err != nil {
-			return res, fmt.Errorf("merge %s: preflight: %w", info.ChildID, err)
+			return fmt.Errorf("merge preflight: %w", err)
 		}
 		var inWay []string
 		for _, f := range strings.Split(added, "\x00") {
@@ -114,34 +208,111 @@ func Merge(ctx context.Context, info Info) (MergeResult, error) {
 			}
 		}
 		if len(inWay) > 0 {
-			return res, &MergeRefusedError{Why: fmt.Sprintf("the merge would overwrite untracked or ignored files in the main checkout %s; move them away first", root), Files: inWay}
+			return &MergeRefusedError{Why: fmt.Sprintf("the merge would overwrite untracked or ignored files in the main checkout %s; move them away first", root), Files: inWay}
 		}
+		return nil
 	case 1:
 		ls := lines(out)
 		var files []string
 		if len(ls) > 1 {
 			files = ls[1:]
 		}
-		return res, &MergeRefusedError{Why: fmt.Sprintf("merging %s into %s would conflict; resolve it by hand (git merge %s in %s) or rebase the branch first", rec.Branch, res.Into, rec.Branch, root), Files: files}
+		return &MergeRefusedError{Why: fmt.Sprintf("merging %s into %s would conflict; resolve it by hand (git merge %s in %s) or rebase the branch first", branch, into, branch, root), Files: files}
 	default:
-		return res, fmt.Errorf("merge %s: preflight: %w", info.ChildID, err)
+		return fmt.Errorf("merge preflight: %w", err)
 	}
+}
 
-	if _, err := run(ctx, root, "merge", "--no-ff", "--no-edit", "-m", "ink: merge "+rec.Branch, tip); err != nil {
-		if _, merr := read(ctx, root, "rev-parse", "-q", "--verify", "MERGE_HEAD"); merr == nil {
-			_, _ = run(context.WithoutCancel(ctx), root, "merge", "--abort")
+// afterMerge removes the worktree and its branch once everything in them
+// is merged (tip is the branch's tip, now in HEAD), unless its child can
+// still be resumed or something is left in it.
+func afterMerge(ctx context.Context, lk *repoLock, info Info, tip string, opts MergeOptions) (bool, string) {
+	rec := info.Record
+	if !inkShaped(rec.Path, rec.RepoRoot) || !inkOwned(rec) {
+		return false, fmt.Sprintf("%s is not where ink puts worktrees, so it is left alone", rec.Path)
+	}
+	if opts.Child != nil {
+		if cs := opts.Child(info); cs.Resumable && dirExists(rec.Path) {
+			return false, fmt.Sprintf("child %s can still be resumed in it (its last attempt ended %s); `ink worktrees rm %s` removes it", info.ChildID, lastStatus(&cs), info.ChildID)
 		}
-		return res, fmt.Errorf("merge %s: %w", info.ChildID, err)
 	}
-	head, err := read(ctx, root, "rev-parse", "HEAD")
-	if err != nil {
-		return res, fmt.Errorf("merge %s: merged, but HEAD is unreadable: %w", info.ChildID, err)
+	if dirExists(rec.Path) {
+		st, err := uncommitted(ctx, rec.Path)
+		if err != nil || len(st) > 0 {
+			return false, fmt.Sprintf("files appeared in it during the merge; look at them with `git -C %s status`", rec.Path)
+		}
 	}
-	res.Commit = strings.TrimSpace(head)
-	if st, err := read(ctx, root, "diff", "--shortstat", "HEAD^1", "HEAD"); err == nil {
-		res.Shortstat = strings.TrimSpace(st)
+	if err := dropWorktree(ctx, lk, rec, tip, false); err != nil {
+		return false, err.Error()
 	}
-	return res, nil
+	return true, ""
+}
+
+// commitWork builds, without touching the worktree, its branch or its
+// index, a commit on top of tip holding every uncommitted and untracked
+// (not ignored) file of the worktree: it stages them into a copy of the
+// worktree's index. It returns the commit and the files it changes.
+func commitWork(ctx context.Context, rec Record, tip string) (string, []string, error) {
+	var commit string
+	var files []string
+	err := withIndexCopy(ctx, rec.Path, func(env []string) error {
+		add := gitCall{dir: rec.Path, noHooks: true, ceiling: parentDir(rec.Path), env: env, args: []string{"add", "-A", "--", "."}}
+		if _, err := add.exec(ctx); err != nil {
+			return err
+		}
+		tree, err := gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), env: env, args: []string{"write-tree"}}.exec(ctx)
+		if err != nil {
+			return err
+		}
+		tree = strings.TrimSpace(tree)
+		names, err := readIn(ctx, rec.Path, "diff", "--name-status", "--no-renames", tip, tree)
+		if err != nil {
+			return err
+		}
+		files = lines(names)
+		msg := commitMessage(rec, files)
+		out, err := gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), env: identityEnv(ctx, rec.Path),
+			args: []string{"commit-tree", tree, "-p", tip, "-m", msg}}.exec(ctx)
+		if err != nil {
+			return err
+		}
+		commit = strings.TrimSpace(out)
+		return nil
+	})
+	return commit, files, err
+}
+
+// maxMessageFiles bounds the files a generated commit message lists.
+const maxMessageFiles = 50
+
+// commitMessage is the message of the commit `merge --commit` makes.
+func commitMessage(rec Record, files []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ink: commit the work child %s left uncommitted\n\n", rec.ChildID())
+	fmt.Fprintf(&b, "`ink worktrees merge --commit %s` committed these files of the\nworktree %s before merging %s:\n\n", rec.ChildID(), rec.Path, rec.Branch)
+	for i, f := range files {
+		if i == maxMessageFiles {
+			fmt.Fprintf(&b, "… and %d more\n", len(files)-maxMessageFiles)
+			break
+		}
+		b.WriteString(f + "\n")
+	}
+	return b.String()
+}
+
+// identityEnv returns the environment that gives a commit made in dir an
+// author and committer: none when the repository (its config, or the
+// GIT_AUTHOR_*/GIT_COMMITTER_* variables) has an identity, else
+// "ink <ink@localhost>" for whichever is missing.
+func identityEnv(ctx context.Context, dir string) []string {
+	var env []string
+	for _, who := range []string{"AUTHOR", "COMMITTER"} {
+		c := gitCall{dir: dir, read: true, ceiling: parentDir(dir), config: []string{"user.useConfigOnly=true"}, args: []string{"var", "GIT_" + who + "_IDENT"}}
+		if _, err := c.exec(ctx); err != nil {
+			env = append(env, "GIT_"+who+"_NAME=ink", "GIT_"+who+"_EMAIL=ink@localhost")
+		}
+	}
+	return env
 }
 
 // statusFiles extracts file names from `git status --porcelain` lines.

@@ -79,9 +79,6 @@ func checkChildID(id string) error {
 // worktreesDir is $INK_HOME/worktrees.
 func worktreesDir(inkHome string) string { return filepath.Join(inkHome, "worktrees") }
 
-// recordPath is the record file kept beside a worktree directory.
-func recordPath(worktreePath string) string { return filepath.Clean(worktreePath) + ".json" }
-
 // dirExists reports whether p is an existing directory (symlinks followed).
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 )
 
@@ -69,6 +70,16 @@ func listRegistered(ctx context.Context, root string) ([]registered, error) {
 // findRegistered returns the entry for path (compared after symlink
 // resolution) and whether there is one.
 func findRegistered(all []registered, path string) (registered, bool) {
+	clean := filepath.Clean(path)
+	real, err := realpath(path)
+	if err != nil {
+		real = clean
+	}
+	for _, r := range all {
+		if p := filepath.Clean(r.path); p == clean || p == real {
+			return r, true
+		}
+	}
 	for _, r := range all {
 		if samePath(r.path, path) {
 			return r, true

@@ -22,6 +22,10 @@ type Outcome struct {
 	Text string `json:"text"`
 	// Assessment is the assessment the decision rested on.
 	Assessment Assessment `json:"assessment"`
+	// Remains lists what a failed removal left behind (the worktree, its
+	// registration, its branch); Text ends with the command that removes
+	// it.
+	Remains []string `json:"remains,omitempty"`
 }
 
 // Settle is the orchestrator's one call after an attempt ends: it assesses
@@ -43,7 +47,12 @@ func Settle(ctx context.Context, rec Record) Outcome {
 				}
 				return Outcome{Disposition: d, Text: Describe(a, rec), Assessment: a}
 			}
-			return Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
+			out := Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
+			var re *RemovalError
+			if errors.As(err, &re) {
+				out.Remains = re.Remains
+			}
+			return out
 		}
 		return Outcome{Disposition: DispositionRemoved, Text: Describe(a, rec), Assessment: a}
 	default:

@@ -46,10 +46,21 @@ func Validate(ctx context.Context, rec Record) []Problem {
 		add(ProblemRepoMissing, "the repository %s no longer exists or is not a git repository", rec.RepoRoot)
 	}
 	pathOK := dirExists(rec.Path)
+	ref := "refs/heads/" + rec.Branch
+	if !pathOK && repoOK && removedWhole(ctx, rec, ref) {
+		// Everything is gone (`ink worktrees rm`, `prune
+		// --include-resumable`, or by hand): one problem says so, rather
+		// than a missing registration and branch as if they had been
+		// tampered with.
+		add(ProblemMissing, "the worktree %s and its branch %s were removed, so the child cannot be resumed in them", rec.Path, rec.Branch)
+		if p, ok := validateCwd(rec); !ok {
+			ps = append(ps, p)
+		}
+		return ps
+	}
 	if !pathOK {
 		add(ProblemMissing, "the worktree directory %s no longer exists", rec.Path)
 	}
-	ref := "refs/heads/" + rec.Branch
 
 	if repoOK {
 		all, err := listRegistered(ctx, rec.RepoRoot)
@@ -81,6 +92,20 @@ func Validate(ctx context.Context, rec Record) []Problem {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// removedWhole reports whether rec's worktree is neither registered nor
+// has a branch any more.
+func removedWhole(ctx context.Context, rec Record, ref string) bool {
+	all, err := listRegistered(ctx, rec.RepoRoot)
+	if err != nil {
+		return false
+	}
+	if _, found := findRegistered(all, rec.Path); found {
+		return false
+	}
+	_, err = read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", ref)
+	return exitCode(err) == 1
 }
 
 func describeHead(head string, err error) string {

@@ -31,6 +31,11 @@ func TestValidate(t *testing.T) {
 		{"worktree deleted", func(t *testing.T, root string, rec *Record) {
 			os.RemoveAll(rec.Path)
 		}, []string{ProblemMissing}},
+		{"worktree and branch removed", func(t *testing.T, root string, rec *Record) {
+			Unlock(context.Background(), *rec)
+			git(t, root, "worktree", "remove", rec.Path)
+			git(t, root, "branch", "-D", rec.Branch)
+		}, []string{ProblemMissing}},
 		{"registration deleted", func(t *testing.T, root string, rec *Record) {
 			os.RemoveAll(filepath.Join(root, ".git", "worktrees", "v1"))
 		}, []string{ProblemUnregistered}},
@@ -85,6 +90,9 @@ func TestValidate(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tc.codes, ",") {
 				t.Fatalf("Validate codes = %v, want %v\n%+v", got, tc.codes, ps)
+			}
+			if tc.name == "worktree and branch removed" && !strings.Contains(ps[0].Message, "and its branch ink/v1 were removed, so the child cannot be resumed in them") {
+				t.Errorf("message %q does not say the worktree was removed", ps[0].Message)
 			}
 		})
 	}

@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(filepath.Join(e.WorkDir, "home"), 0o700)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"worktreeid": cmdWorktreeID,
 			// exits N ARGS... runs ink ARGS and checks that it exits with N.
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 1 {

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/inkdev/ink/session"
 )
 
@@ -202,6 +204,38 @@ func wtAssertKept(t *testing.T, e *env, w *session.WorktreeOutcome) {
 	}
 }
 
+// cmdWorktreeID is the testscript command `worktreeid VAR [HOME]`: it sets
+// VAR to the child id of the only worktree under HOME/worktrees (default
+// $INK_HOME).
+func cmdWorktreeID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: worktreeid VAR [INK_HOME]")
+	}
+	home := ts.Getenv("INK_HOME")
+	if len(args) == 2 {
+		home = args[1]
+	}
+	dirs, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*"))
+	var ids []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			ids = append(ids, filepath.Base(d))
+		}
+	}
+	if len(ids) != 1 {
+		ts.Fatalf("worktreeid: %d worktrees under %s, want 1: %v", len(ids), home, ids)
+	}
+	ts.Setenv(args[0], ids[0])
+}
+
+// sameLines reports whether a and b hold the same lines in any order.
+func sameLines(a, b string) bool {
+	la, lb := strings.Split(strings.TrimSpace(a), "\n"), strings.Split(strings.TrimSpace(b), "\n")
+	sort.Strings(la)
+	sort.Strings(lb)
+	return strings.Join(la, "\n") == strings.Join(lb, "\n")
+}
+
 // wtAssertGone checks that nothing of a worktree is left: directory, branch,
 // registration, and its record file.
 func wtAssertGone(t *testing.T, e *env, path, branch string) {
@@ -313,7 +347,11 @@ func TestWorktreeKeepsWork(t *testing.T) {
 				t.Fatalf("disposition %q (%s), want kept-work\n%s", w.Disposition, w.Detail, out)
 			}
 			prefix := fmt.Sprintf("[task] changes kept in worktree %s on branch %s (", w.Path, w.Branch)
-			suffix := fmt.Sprintf(") — review with `ink worktrees diff %s`, merge with `ink worktrees merge %s`", rec.ChildID, rec.ChildID)
+			merge := "ink worktrees merge " + rec.ChildID
+			if !strings.Contains(tc.name, "commit") {
+				merge = "ink worktrees merge --commit " + rec.ChildID
+			}
+			suffix := fmt.Sprintf(") — review with `ink worktrees diff %s`, merge with `%s`", rec.ChildID, merge)
 			line := ""
 			for _, l := range strings.Split(out, "\n") {
 				if strings.HasPrefix(l, "[task] ") {
@@ -554,26 +592,44 @@ func TestWorktreesCommands(t *testing.T) {
 	_, a := e.wtTask("feature", "echo feature > feature.txt && git add feature.txt && git commit -qm feature")
 	_, b := e.wtTask("draft", "echo change >> a.txt && git commit -qam change && echo draft > notes.txt")
 
-	// ls: one row per worktree with state, ahead/behind, dirty and lock.
-	p, code := e.run("worktrees", "ls")
-	if code != 0 {
-		t.Fatalf("ls exit %d: %s", code, p.stderr.String())
-	}
-	rows := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
-	if len(rows) != 3 || strings.Join(strings.Fields(rows[0]), " ") != "CHILD STATE BRANCH AHEAD/BEHIND DIRTY LOCKED PATH" {
-		t.Fatalf("ls output:\n%s", p.stdout.String())
-	}
-	wantRows := map[string]string{
-		a.ChildID: fmt.Sprintf("%s work-present %s 1/0 false no %s", a.ChildID, a.Worktree.Branch, a.Worktree.Path),
-		b.ChildID: fmt.Sprintf("%s work-present %s 1/0 true no %s", b.ChildID, b.Worktree.Branch, b.Worktree.Path),
-	}
-	for _, r := range rows[1:] {
-		f := strings.Fields(r)
-		if got := strings.Join(f, " "); got != wantRows[f[0]] {
-			t.Errorf("ls row %q, want %q", got, wantRows[f[0]])
+	// ls: one row per worktree with its repository, what git's worktree
+	// list tells (the branch moved: "committed"), lock and transcript;
+	// --status adds the assessment, ahead/behind and dirty.
+	lsRows := func(args ...string) map[string]string {
+		t.Helper()
+		p, code := e.run(append([]string{"worktrees", "ls"}, args...)...)
+		if code != 0 {
+			t.Fatalf("ls %v exit %d: %s", args, code, p.stderr.String())
 		}
+		rows := map[string]string{}
+		for _, r := range strings.Split(strings.TrimSpace(p.stdout.String()), "\n") {
+			f := strings.Fields(r)
+			rows[f[0]] = strings.Join(f, " ")
+		}
+		return rows
 	}
-	p, code = e.run("worktrees", "ls", "--json")
+	want := map[string]string{
+		"CHILD":   "CHILD REPOSITORY STATE BRANCH LOCK TRANSCRIPT PATH",
+		a.ChildID: fmt.Sprintf("%s %s committed %s no completed %s", a.ChildID, e.dir, a.Worktree.Branch, a.Worktree.Path),
+		b.ChildID: fmt.Sprintf("%s %s committed %s no completed %s", b.ChildID, e.dir, b.Worktree.Branch, b.Worktree.Path),
+	}
+	if got := lsRows(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ls rows:\n%v\nwant:\n%v", got, want)
+	}
+	want = map[string]string{
+		"CHILD":   "CHILD REPOSITORY STATE BRANCH AHEAD/BEHIND DIRTY LOCK TRANSCRIPT PATH",
+		a.ChildID: fmt.Sprintf("%s %s work-present %s 1/0 false no completed %s", a.ChildID, e.dir, a.Worktree.Branch, a.Worktree.Path),
+		b.ChildID: fmt.Sprintf("%s %s work-present %s 1/0 true no completed %s", b.ChildID, e.dir, b.Worktree.Branch, b.Worktree.Path),
+	}
+	if got := lsRows("--status"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ls --status rows:\n%v\nwant:\n%v", got, want)
+	}
+	p, code := e.run("worktrees", "ls", "--json")
+	if code != 0 || strings.Count(p.stdout.String(), "\n") != 2 || strings.Contains(p.stdout.String(), `"assessment"`) || strings.Contains(p.stdout.String(), `"dirty"`) ||
+		!strings.Contains(p.stdout.String(), `"repoRoot":"`+e.dir+`"`) || !strings.Contains(p.stdout.String(), `"child":{"transcript":"`) {
+		t.Fatalf("ls --json without --status: exit %d\n%s", code, p.stdout.String())
+	}
+	p, code = e.run("worktrees", "ls", "--status", "--json")
 	if code != 0 {
 		t.Fatalf("ls --json exit %d: %s", code, p.stderr.String())
 	}
@@ -643,26 +699,26 @@ func TestWorktreesCommands(t *testing.T) {
 		t.Fatalf("merge exit %d: %s", code, p.stderr.String())
 	}
 	var merged struct {
-		Branch, Into, Commit, Shortstat string
+		ChildID, Branch, Into, Commit, Shortstat string
+		Removed                                  bool
 	}
-	if err := json.Unmarshal(p.stdout.Bytes(), &merged); err != nil || merged.Branch != a.Worktree.Branch || merged.Into != "main" ||
-		merged.Commit != e.wtGit("rev-parse", "HEAD") || merged.Shortstat != "1 file changed, 1 insertion(+)" {
+	if err := json.Unmarshal(p.stdout.Bytes(), &merged); err != nil || merged.ChildID != a.ChildID || merged.Branch != a.Worktree.Branch || merged.Into != "main" ||
+		merged.Commit != e.wtGit("rev-parse", "HEAD") || merged.Shortstat != "1 file changed, 1 insertion(+)" || !merged.Removed {
 		t.Fatalf("merge --json printed %q (%v)", p.stdout.String(), err)
 	}
 	if data, err := os.ReadFile(filepath.Join(e.dir, "feature.txt")); err != nil || string(data) != "feature\n" {
 		t.Fatalf("the merge did not bring feature.txt: %q %v", data, err)
 	}
+	// Everything in a is merged: its worktree and branch went with the merge.
+	wtAssertGone(t, e, a.Worktree.Path, a.Worktree.Branch)
 
-	// rm refuses unmerged work without --force and removes merged work.
+	// rm refuses unmerged work without --force.
 	p, code = e.run("worktrees", "rm", b.ChildID)
-	if code != 3 || !strings.Contains(p.stderr.String(), "holds unmerged work") || !strings.Contains(p.stderr.String(), "ink worktrees rm --force "+b.ChildID) {
+	if code != 3 || !strings.Contains(p.stderr.String(), "holds unmerged work") || !strings.Contains(p.stderr.String(), "ink worktrees rm --force "+b.ChildID) ||
+		!strings.Contains(p.stderr.String(), "ink worktrees merge --commit "+b.ChildID) {
 		t.Fatalf("rm of unmerged work: exit %d, stderr:\n%s", code, p.stderr.String())
 	}
 	wtAssertKept(t, e, b.Worktree)
-	if p, code = e.run("worktrees", "rm", a.ChildID); code != 0 {
-		t.Fatalf("rm of a merged worktree: exit %d: %s", code, p.stderr.String())
-	}
-	wtAssertGone(t, e, a.Worktree.Path, a.Worktree.Branch)
 
 	// A worktree whose supervisor runs is refused even with --force.
 	ready := filepath.Join(filepath.Dir(e.dir), "ready")
@@ -683,8 +739,10 @@ func TestWorktreesCommands(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), fmt.Sprintf("pid %d (live)", run.cmd.Process.Pid)) {
 		t.Errorf("ls does not show the live lock:\n%s", p.stdout.String())
 	}
-	if p, code = e.run("worktrees", "prune"); code != 0 || p.stdout.String() != "nothing to prune\n" {
-		t.Fatalf("prune with a live and a work-present worktree: exit %d, %q %s", code, p.stdout.String(), p.stderr.String())
+	wantPrune := fmt.Sprintf("kept %s: holds work (1 commit since baseline %s; 1 file changed, 1 insertion(+); untracked: notes.txt): review it with `ink worktrees diff %s`, merge it with `ink worktrees merge --commit %s`\n"+
+		"kept %s: in use by running process %d (ink %s pid %d)\n", b.Worktree.Path, e.wtGit("rev-parse", "--short=12", b.Worktree.Branch+"~1"), b.ChildID, b.ChildID, path, run.cmd.Process.Pid, liveID, run.cmd.Process.Pid)
+	if p, code = e.run("worktrees", "prune"); code != 0 || !sameLines(p.stdout.String(), wantPrune) {
+		t.Fatalf("prune with a live and a work-present worktree: exit %d, stderr %s, stdout\n%s\nwant\n%s", code, p.stderr.String(), p.stdout.String(), wantPrune)
 	}
 
 	// Kill the supervisor: the worker stops, the clean worktree is left
@@ -704,9 +762,36 @@ func TestWorktreesCommands(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), fmt.Sprintf("pid %d (dead)", run.cmd.Process.Pid)) {
 		t.Errorf("ls does not show the dead lock:\n%s", p.stdout.String())
 	}
-	p, code = e.run("worktrees", "prune", "--json")
-	if want, _ := json.Marshal(map[string]any{"removed": []string{path}}); code != 0 || p.stdout.String() != string(want)+"\n" {
-		t.Fatalf("prune: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	// Its child was interrupted, so it can be resumed: prune keeps its
+	// worktree until asked to remove it, and then says what is lost.
+	type pruneEntry struct {
+		ChildID, Path, Why, Lost string
+		Resumable                bool
+	}
+	var pruned struct{ Removed, Kept []pruneEntry }
+	prune := func(args ...string) {
+		t.Helper()
+		p, code := e.run(append([]string{"worktrees", "prune", "--json"}, args...)...)
+		pruned.Removed, pruned.Kept = nil, nil
+		if err := json.Unmarshal(p.stdout.Bytes(), &pruned); code != 0 || err != nil {
+			t.Fatalf("prune %v: exit %d, stdout %q (%v), stderr %s", args, code, p.stdout.String(), err, p.stderr.String())
+		}
+	}
+	prune()
+	if len(pruned.Removed) != 0 || len(pruned.Kept) != 2 {
+		t.Fatalf("prune with a resumable child: %+v", pruned)
+	}
+	for _, k := range pruned.Kept {
+		if k.ChildID == liveID && (!k.Resumable || !strings.Contains(k.Why, "can still be resumed (its last attempt ended interrupted)")) {
+			t.Errorf("prune does not say the child can be resumed: %+v", k)
+		}
+	}
+	if _, err := os.Stat(path); err != nil || !e.wtBranchExists("ink/"+liveID) {
+		t.Fatalf("prune removed the resumable child's worktree or branch: %v", err)
+	}
+	prune("--include-resumable")
+	if len(pruned.Removed) != 1 || pruned.Removed[0].Path != path || !strings.Contains(pruned.Removed[0].Lost, "child "+liveID+" can no longer be resumed (its last attempt ended interrupted") {
+		t.Fatalf("prune --include-resumable: %+v", pruned)
 	}
 	wtAssertGone(t, e, path, "ink/"+liveID)
 	wtAssertKept(t, e, b.Worktree)
@@ -714,9 +799,9 @@ func TestWorktreesCommands(t *testing.T) {
 	// rm --force drops unmerged work: directory, branch and registration,
 	// and names the dropped tip so that it can be recovered.
 	tip := e.wtGit("rev-parse", b.Worktree.Branch)
-	want := fmt.Sprintf("removed %s and branch %s\nits tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", b.Worktree.Path, b.Worktree.Branch, tip, e.dir, b.Worktree.Branch, tip)
-	if p, code = e.run("worktrees", "rm", "--force", b.ChildID); code != 0 || p.stdout.String() != want {
-		t.Fatalf("rm --force: exit %d, stdout %q, want %q; stderr %s", code, p.stdout.String(), want, p.stderr.String())
+	wantRm := fmt.Sprintf("removed %s and branch %s\ndiscarded its uncommitted files: ?? notes.txt\nits tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", b.Worktree.Path, b.Worktree.Branch, tip, e.dir, b.Worktree.Branch, tip)
+	if p, code = e.run("worktrees", "rm", "--force", b.ChildID); code != 0 || p.stdout.String() != wantRm {
+		t.Fatalf("rm --force: exit %d, stdout %q, want %q; stderr %s", code, p.stdout.String(), wantRm, p.stderr.String())
 	}
 	wtAssertGone(t, e, b.Worktree.Path, b.Worktree.Branch)
 	if p, code = e.run("worktrees", "ls"); code != 0 || p.stdout.String() != "no worktrees\n" {
@@ -1001,6 +1086,12 @@ func TestWorktreeTimeoutKeptForResume(t *testing.T) {
 	}
 	wtAssertKept(t, e, w)
 
+	// prune keeps it, saying why: the child can still be resumed there.
+	if p, code := e.run("worktrees", "prune"); code != 0 || p.stdout.String() != fmt.Sprintf("kept %s: child %s can still be resumed (its last attempt ended timeout): resume it with `ink task --resume %s \"…\"`, or remove it with `ink worktrees prune --include-resumable`\n", w.Path, rec.ChildID, rec.ChildID) {
+		t.Fatalf("prune of a resumable child's worktree: exit %d, %q %s", code, p.stdout.String(), p.stderr.String())
+	}
+	wtAssertKept(t, e, w)
+
 	// While another live process holds the worktree's lock, the resume is
 	// refused and the lock left alone.
 	reason := fmt.Sprintf("ink %s pid %d", rec.ChildID, os.Getpid())
@@ -1026,7 +1117,8 @@ func TestWorktreeTimeoutKeptForResume(t *testing.T) {
 	}
 	wtAssertKept(t, e, w)
 
-	if p, code := e.run("worktrees", "prune"); code != 0 || p.stdout.String() != "removed "+w.Path+"\n" {
+	// Its last attempt completed: nothing needs the worktree any more.
+	if p, code := e.run("worktrees", "prune"); code != 0 || p.stdout.String() != "removed "+w.Path+": clean (no changes since baseline "+e.wtGit("rev-parse", "HEAD")[:12]+"); its child's last attempt ended completed, no process holds it\n" {
 		t.Fatalf("prune: exit %d, %q %s", code, p.stdout.String(), p.stderr.String())
 	}
 	wtAssertGone(t, e, w.Path, w.Branch)
@@ -1070,8 +1162,8 @@ func TestWorktreeResumeAfterHostLoss(t *testing.T) {
 	if alive(worker) {
 		t.Fatalf("worker %d outlived its supervisor", worker)
 	}
-	ls, _ := e.run("worktrees", "ls")
-	if row := fmt.Sprintf("%s work-present ink/%s 1/0 false pid %d (dead) %s", id, id, host, path); !strings.Contains(strings.Join(strings.Fields(ls.stdout.String()), " "), row) {
+	ls, _ := e.run("worktrees", "ls", "--status")
+	if row := fmt.Sprintf("%s %s work-present ink/%s 1/0 false pid %d (dead) interrupted (resumable) %s", id, e.dir, id, host, path); !strings.Contains(strings.Join(strings.Fields(ls.stdout.String()), " "), row) {
 		t.Fatalf("ls does not show the worktree locked by the dead supervisor (want %q):\n%s", row, ls.stdout.String())
 	}
 

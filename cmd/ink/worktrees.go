@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,10 +17,34 @@ import (
 	"github.com/inkdev/ink/worktree"
 )
 
+const worktreesLong = `Each child that ran with a worktree has one under $INK_HOME/worktrees on
+branch ink/<child id>. These commands look at every worktree of this
+INK_HOME, and at the ink worktrees of the repository you are in, whatever
+INK_HOME made them.
+
+  ls [--status]             one row per worktree: repository, branch, lock, the
+                            child's transcript; --status adds its state (clean,
+                            work-present, merged, unknown), ahead/behind and
+                            dirty, which costs a few git commands per worktree
+  diff ID                   the child's changes against its baseline, untracked
+                            files included
+  merge ID [--commit]       merge the child's branch into your current branch;
+                            --commit first commits the work it left uncommitted;
+                            the worktree and branch are removed once merged
+  rm ID [--force]           remove a worktree and its branch; unmerged work only
+                            with --force
+  prune [--include-resumable]
+                            remove what nothing needs any more, and say what was
+                            kept and why; a clean worktree is kept while its
+                            child can still be resumed, unless --include-resumable
+
+Every command takes --json.`
+
 func newWorktreesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worktrees",
 		Short: "List, diff, merge and remove the worktrees of children",
+		Long:  worktreesLong,
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -25,40 +53,81 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	find := func(cmd *cobra.Command, id string) (worktree.Info, error) {
-		if !session.ValidID(id) {
-			return worktree.Info{}, usageErr("%q is not a child id (ids use only a-z, 0-9 and '-'); list the worktrees with `ink worktrees ls`", id)
-		}
-		home, err := inkHome()
-		if err != nil {
-			return worktree.Info{}, err
-		}
-		info, err := worktree.Find(cmd.Context(), home, id)
-		if errors.Is(err, worktree.ErrNotFound) {
-			return info, usageErr("no worktree for child %q; list them with `ink worktrees ls`", id)
-		}
-		if err != nil {
-			return info, &exitError{code: exitFailed, msg: err.Error()}
-		}
-		return info, nil
+	cmd.AddCommand(newWorktreesLsCmd(g), newWorktreesDiffCmd(g), newWorktreesMergeCmd(g), newWorktreesRmCmd(g), newWorktreesPruneCmd(g))
+	return cmd
+}
+
+// worktreeScope is where the worktree commands look: this INK_HOME, the
+// repository of the working directory (if any), and a reader of child
+// transcripts.
+type worktreeScope struct {
+	home  string
+	repos []string
+	child func(worktree.Info) worktree.ChildStatus
+}
+
+func (g *globals) worktreeScope() (worktreeScope, error) {
+	home, err := inkHome()
+	if err != nil {
+		return worktreeScope{}, err
 	}
-	cmd.AddCommand(&cobra.Command{
+	s := worktreeScope{home: home, child: newChildLookup(home).status}
+	if dir, err := g.workDir(); err == nil {
+		s.repos = []string{dir}
+	} else if g.cwd != "" {
+		return worktreeScope{}, err
+	}
+	return s, nil
+}
+
+func (s worktreeScope) list(ctx context.Context, status bool) ([]worktree.Info, error) {
+	return worktree.ListWith(ctx, s.home, worktree.ListOptions{Repos: s.repos, Status: status, Child: s.child})
+}
+
+// find looks up the worktree of child id.
+func (s worktreeScope) find(ctx context.Context, id string) (worktree.Info, error) {
+	if !session.ValidID(id) {
+		return worktree.Info{}, usageErr("%q is not a child id (ids use only a-z, 0-9 and '-'); list the worktrees with `ink worktrees ls`", id)
+	}
+	info, err := worktree.FindWith(ctx, s.home, id, worktree.ListOptions{Repos: s.repos, Child: s.child})
+	if errors.Is(err, worktree.ErrNotFound) {
+		return info, usageErr("no worktree for child %q; list them with `ink worktrees ls`", id)
+	}
+	if err != nil {
+		return info, &exitError{code: exitFailed, msg: err.Error()}
+	}
+	return info, nil
+}
+
+// printJSON writes v as one JSON object on a line of stdout.
+func printJSON(v any) error {
+	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("write the result: %v", err)}
+	}
+	return nil
+}
+
+func newWorktreesLsCmd(g *globals) *cobra.Command {
+	var status bool
+	c := &cobra.Command{
 		Use:   "ls",
-		Short: "List child worktrees: path, branch, child, state, ahead/behind, dirty, locked",
+		Short: "List child worktrees: repository, branch, lock, transcript (--status: state, ahead/behind, dirty)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := inkHome()
+			s, err := g.worktreeScope()
 			if err != nil {
 				return err
 			}
-			infos, err := worktree.List(cmd.Context(), home)
+			infos, err := s.list(cmd.Context(), status)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			if g.json {
 				enc := json.NewEncoder(os.Stdout)
 				for _, in := range infos {
-					enc.Encode(in)
+					if err := enc.Encode(in); err != nil {
+						return &exitError{code: exitFailed, msg: fmt.Sprintf("write the listing: %v", err)}
+					}
 				}
 				return nil
 			}
@@ -66,51 +135,129 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				fmt.Println("no worktrees")
 				return nil
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHILD\tSTATE\tBRANCH\tAHEAD/BEHIND\tDIRTY\tLOCKED\tPATH")
-			for _, in := range infos {
-				locked := "no"
-				if in.Locked {
-					locked = "yes"
-					if in.LockPID > 0 && in.LockPIDAlive {
-						locked = fmt.Sprintf("pid %d (live)", in.LockPID)
-					} else if in.LockPID > 0 {
-						locked = fmt.Sprintf("pid %d (dead)", in.LockPID)
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%s\t%s\n", in.ChildID, in.Assessment.State, in.Record.Branch, in.Ahead, in.Behind, in.Dirty, locked, in.Record.Path)
-			}
-			return tw.Flush()
+			return writeWorktreeTable(os.Stdout, infos, status)
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}
+	c.Flags().BoolVar(&status, "status", false, "also assess each worktree: state, ahead/behind, dirty (a few git commands per worktree)")
+	return c
+}
+
+// writeWorktreeTable prints the ls table.
+func writeWorktreeTable(w io.Writer, infos []worktree.Info, status bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if status {
+		fmt.Fprintln(tw, "CHILD\tREPOSITORY\tSTATE\tBRANCH\tAHEAD/BEHIND\tDIRTY\tLOCK\tTRANSCRIPT\tPATH")
+	} else {
+		fmt.Fprintln(tw, "CHILD\tREPOSITORY\tSTATE\tBRANCH\tLOCK\tTRANSCRIPT\tPATH")
+	}
+	for _, in := range infos {
+		repo := in.Record.RepoRoot
+		if repo == "" {
+			repo = "?"
+		}
+		if status {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%v\t%s\t%s\t%s\n", in.ChildID, repo, stateWord(in), in.Record.Branch, in.Ahead, in.Behind, in.Dirty, lockWord(in), transcriptWord(in), in.Record.Path)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.ChildID, repo, stateWord(in), in.Record.Branch, lockWord(in), transcriptWord(in), in.Record.Path)
+		}
+	}
+	return tw.Flush()
+}
+
+// stateWord is the STATE column: the state when it was read, else what
+// `git worktree list` alone tells ("committed" when the branch moved off
+// its baseline, "?" when nothing more is known without --status).
+func stateWord(in worktree.Info) string {
+	if s := in.State(); s != "" {
+		return s
+	}
+	if in.Head != "" && in.Record.Baseline != "" && in.Head != in.Record.Baseline {
+		return "committed"
+	}
+	return "?"
+}
+
+// lockWord is the LOCK column.
+func lockWord(in worktree.Info) string {
+	switch {
+	case !in.Locked:
+		return "no"
+	case in.LockPID > 0 && in.LockPIDAlive:
+		return fmt.Sprintf("pid %d (live)", in.LockPID)
+	case in.LockPID > 0:
+		return fmt.Sprintf("pid %d (dead)", in.LockPID)
+	default:
+		return "yes"
+	}
+}
+
+// transcriptWord is the TRANSCRIPT column: how the child's last attempt
+// ended, and whether it can be resumed.
+func transcriptWord(in worktree.Info) string {
+	c := in.Child
+	switch {
+	case c == nil:
+		return "?"
+	case c.Problem != "" && c.Transcript == "":
+		return "unreadable"
+	case c.Transcript == "":
+		return "none"
+	}
+	w := c.LastStatus
+	if w == "" {
+		w = "not started"
+	}
+	if c.Resumable {
+		w += " (resumable)"
+	}
+	return w
+}
+
+func newWorktreesDiffCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "diff ID",
 		Short: "Show a child's changes against its baseline, untracked files included",
 		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.json {
-				return usageErr("ink worktrees diff prints a git patch, not JSON; drop --json")
-			}
-			info, err := find(cmd, args[0])
+			s, err := g.worktreeScope()
 			if err != nil {
 				return err
+			}
+			info, err := s.find(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				res, err := worktree.DiffFiles(cmd.Context(), info)
+				if err != nil {
+					return &exitError{code: exitFailed, msg: err.Error()}
+				}
+				return printJSON(res)
 			}
 			if err := worktree.Diff(cmd.Context(), info, os.Stdout); err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			return nil
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}
+}
+
+func newWorktreesMergeCmd(g *globals) *cobra.Command {
+	var commit bool
+	c := &cobra.Command{
 		Use:   "merge ID",
 		Short: "Merge a child's branch into the current branch of the main checkout (refuses on conflicts)",
 		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := find(cmd, args[0])
+			s, err := g.worktreeScope()
 			if err != nil {
 				return err
 			}
-			res, err := worktree.Merge(cmd.Context(), info)
+			info, err := s.find(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			res, err := worktree.Merge(cmd.Context(), info, worktree.MergeOptions{Commit: commit, Child: s.child})
 			if err != nil {
 				var refused *worktree.MergeRefusedError
 				if errors.As(err, &refused) {
@@ -119,80 +266,119 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(res)
+				return printJSON(res)
+			}
+			if res.Committed != "" {
+				fmt.Printf("committed the work %s left uncommitted (%s) on %s as %s\n", res.ChildID, countWord(len(res.CommittedFiles), "file"), res.Branch, worktree.ShortSHA(res.Committed))
 			}
 			if res.AlreadyMerged {
 				fmt.Printf("%s has nothing %s lacks; nothing to merge\n", res.Branch, res.Into)
-				return nil
+			} else {
+				fmt.Printf("merged %s into %s (%s) as %s\n", res.Branch, res.Into, res.Shortstat, worktree.ShortSHA(res.Commit))
 			}
-			fmt.Printf("merged %s into %s (%s) as %s\n", res.Branch, res.Into, res.Shortstat, worktree.ShortSHA(res.Commit))
+			if res.Removed {
+				fmt.Printf("removed the worktree %s and branch %s: everything in them is merged\n", info.Record.Path, res.Branch)
+			} else if res.Kept != "" {
+				fmt.Printf("kept the worktree %s: %s\n", info.Record.Path, res.Kept)
+			}
 			return nil
 		},
-	})
+	}
+	c.Flags().BoolVar(&commit, "commit", false, "first commit the work the child left uncommitted, on its branch")
+	return c
+}
+
+// countWord is "1 file" or "N files".
+func countWord(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func newWorktreesRmCmd(g *globals) *cobra.Command {
 	var force bool
-	rm := &cobra.Command{
+	c := &cobra.Command{
 		Use:   "rm ID",
 		Short: "Remove a child's worktree and branch (refuses unmerged work unless --force)",
 		Args:  oneChildID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := find(cmd, args[0])
+			s, err := g.worktreeScope()
 			if err != nil {
 				return err
 			}
-			if err := worktree.RemoveForce(cmd.Context(), info, force); err != nil {
+			info, err := s.find(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			res, err := worktree.RemoveForce(cmd.Context(), info, force)
+			if err != nil {
 				if errors.Is(err, worktree.ErrUnmergedWork) || errors.Is(err, worktree.ErrInUse) {
 					return &exitError{code: exitRefused, msg: err.Error()}
 				}
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			// A forced removal may drop commits: name the tip so that it can
-			// be recovered while git still keeps the objects.
-			dropped := ""
-			if force && info.Head != "" && info.Ahead > 0 {
-				dropped = info.Head
-			}
 			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(map[string]any{"childId": info.ChildID, "path": info.Record.Path, "branch": info.Record.Branch, "removed": true, "droppedHead": dropped})
+				return printJSON(res)
 			}
-			fmt.Printf("removed %s and branch %s\n", info.Record.Path, info.Record.Branch)
-			if dropped != "" {
-				fmt.Printf("its tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", dropped, info.Record.RepoRoot, info.Record.Branch, dropped)
+			fmt.Printf("removed %s and branch %s\n", res.Path, res.Branch)
+			if len(res.Discarded) > 0 {
+				fmt.Printf("discarded its uncommitted files: %s\n", strings.Join(res.Discarded, ", "))
+			}
+			if res.DroppedHead != "" {
+				fmt.Printf("its tip was %s; recover it with `git -C %s branch %s %s` before git collects it\n", res.DroppedHead, res.RepoRoot, res.Branch, res.DroppedHead)
 			}
 			return nil
 		},
 	}
-	rm.Flags().BoolVar(&force, "force", false, "remove even with unmerged work")
-	cmd.AddCommand(rm)
-	cmd.AddCommand(&cobra.Command{
+	c.Flags().BoolVar(&force, "force", false, "remove even with unmerged work")
+	return c
+}
+
+func newWorktreesPruneCmd(g *globals) *cobra.Command {
+	var includeResumable bool
+	c := &cobra.Command{
 		Use:   "prune",
-		Short: "Remove clean worktrees left by children that are gone",
+		Short: "Remove worktrees nothing needs any more; say what was kept and why",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := inkHome()
+			s, err := g.worktreeScope()
 			if err != nil {
 				return err
 			}
-			removed, err := worktree.Prune(cmd.Context(), home)
+			res, err := worktree.Prune(cmd.Context(), s.home, worktree.PruneOptions{Repos: s.repos, Child: s.child, IncludeResumable: includeResumable})
 			if g.json {
-				if removed == nil {
-					removed = []string{}
+				if perr := printJSON(res); perr != nil {
+					return perr
 				}
-				json.NewEncoder(os.Stdout).Encode(map[string]any{"removed": removed})
 			} else {
-				for _, p := range removed {
-					fmt.Println("removed " + p)
-				}
+				writePruneResult(os.Stdout, res)
 			}
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			if len(removed) == 0 && !g.json {
-				fmt.Println("nothing to prune")
-			}
 			return nil
 		},
-	})
-	return cmd
+	}
+	c.Flags().BoolVar(&includeResumable, "include-resumable", false, "also remove the clean worktrees of children that could still be resumed (they can no longer be)")
+	return c
+}
+
+// writePruneResult prints one line per removed and kept worktree.
+func writePruneResult(w io.Writer, res worktree.PruneResult) {
+	if len(res.Removed) == 0 && len(res.Kept) == 0 {
+		fmt.Fprintln(w, "nothing to prune")
+		return
+	}
+	for _, e := range res.Removed {
+		fmt.Fprintf(w, "removed %s: %s\n", e.Path, e.Why)
+		if e.Lost != "" {
+			fmt.Fprintf(w, "  lost: %s\n", e.Lost)
+		}
+	}
+	for _, e := range res.Kept {
+		fmt.Fprintf(w, "kept %s: %s\n", e.Path, e.Why)
+	}
 }
 
 // oneChildID accepts exactly one argument, the child id of a worktree.
@@ -201,4 +387,78 @@ func oneChildID(cmd *cobra.Command, args []string) error {
 		return usageErr("ink worktrees %s takes one child id, got %d arguments; list the worktrees with `ink worktrees ls`", cmd.Name(), len(args))
 	}
 	return nil
+}
+
+// childLookup answers what became of the child a worktree was made for,
+// from the transcripts under the worktree's INK_HOME. It reads each
+// session's children once.
+type childLookup struct {
+	home     string
+	children map[string][]session.ChildSummary // main transcript -> its children
+	files    map[string]map[string][]string    // INK_HOME -> child id -> transcripts
+	problems map[string]string                 // INK_HOME -> why its sessions are unreadable
+}
+
+func newChildLookup(home string) *childLookup {
+	return &childLookup{home: home, children: map[string][]session.ChildSummary{}, files: map[string]map[string][]string{}, problems: map[string]string{}}
+}
+
+// transcripts returns the child transcripts of home by child id (file
+// name), reading the directory tree once per home.
+func (l *childLookup) transcripts(home string) map[string][]string {
+	if m, ok := l.files[home]; ok {
+		return m
+	}
+	m := map[string][]string{}
+	sessions := filepath.Join(home, "sessions")
+	if _, err := os.ReadDir(sessions); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.problems[home] = fmt.Sprintf("cannot read %s (%v), so ink cannot tell whether the child can be resumed", sessions, err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(sessions, "*", "*", "children", "*.jsonl"))
+	for _, p := range paths {
+		id := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		m[id] = append(m[id], p)
+	}
+	l.files[home] = m
+	return m
+}
+
+// status finds the child's transcript,
+// <home>/sessions/<cwd>/<session>/children/<id>.jsonl, and how its last
+// attempt ended. A child can be resumed when its transcript is usable and
+// its last attempt did not complete. When the sessions of the worktree's
+// INK_HOME cannot be read, it says so and counts the child as resumable,
+// so that nothing it may need is removed.
+func (l *childLookup) status(in worktree.Info) worktree.ChildStatus {
+	home := in.InkHome
+	if home == "" {
+		home = l.home
+	}
+	byID := l.transcripts(home)
+	if p := l.problems[home]; p != "" {
+		return worktree.ChildStatus{Resumable: true, Problem: p}
+	}
+	var out worktree.ChildStatus
+	for _, path := range byID[in.ChildID] {
+		mainPath := filepath.Dir(filepath.Dir(path)) + ".jsonl"
+		kids, ok := l.children[mainPath]
+		if !ok {
+			kids, _ = session.ListChildren(mainPath)
+			l.children[mainPath] = kids
+		}
+		for _, k := range kids {
+			if k.Path != path {
+				continue
+			}
+			cs := worktree.ChildStatus{Transcript: path, LastStatus: k.LastStatus, Problem: k.Problem}
+			if k.ID != in.ChildID && k.Problem == "" {
+				cs.Problem = fmt.Sprintf("its header names child %q", k.ID)
+			}
+			cs.Resumable = cs.Problem == "" && k.LastStatus != "completed"
+			if out.Transcript == "" || cs.Resumable {
+				out = cs
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,213 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Record is what ink remembers about a worktree it created: enough to
+// assess it, validate it before a resume, and remove it safely. It is part
+// of the child's launch record, and is kept in
+// $INK_HOME/worktrees/<repo-slug>/<childId>.json beside the worktree for the
+// `ink worktrees` commands.
+type Record struct {
+	// RepoRoot is the main checkout (Repo.Root).
+	RepoRoot string `json:"repoRoot"`
+	// Baseline is the commit the branch was created at.
+	Baseline string `json:"baseline"`
+	// Path is the worktree directory (symlinks resolved).
+	Path string `json:"path"`
+	// Branch is the short branch name, ink/<childId>.
+	Branch string `json:"branch"`
+	// CreationReflog is the branch's reflog ("%H %gs" lines, newest first)
+	// right after creation.
+	CreationReflog string `json:"creationReflog"`
+	// Cwd is the child's working directory: Path plus the parent's prefix.
+	Cwd string `json:"cwd"`
+}
+
+// ChildID returns the child id the worktree was created for (the last
+// element of its path).
+func (r Record) ChildID() string { return filepath.Base(r.Path) }
+
+// recordPath is the record file kept beside a worktree directory.
+func recordPath(worktreePath string) string { return filepath.Clean(worktreePath) + ".json" }
+
+// recordTempPath is the one temporary name a record is ever written under
+// before it replaces the record: a fixed name per child, so that a crash
+// can leave at most one, which the next Create or Prune in the repository
+// deletes.
+func recordTempPath(worktreePath string) string {
+	dir, id := filepath.Split(filepath.Clean(worktreePath))
+	return filepath.Join(dir, "."+id+".json.tmp")
+}
+
+// creationReflog is the reflog git writes for a branch made with
+// `git worktree add -b <branch> <path> <head>`.
+func creationReflog(head string) string {
+	return head + " branch: Created from " + head
+}
+
+// encodeRecord renders rec as the record file's content.
+func encodeRecord(rec Record) ([]byte, error) {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// createRecord writes rec's record file, which must not exist yet, and
+// syncs it. It is written before git is asked for anything, so a worktree
+// ink made always has one.
+func createRecord(rec Record) error {
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	dst := recordPath(rec.Path)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	return nil
+}
+
+// replaceRecord replaces rec's record file atomically (temporary file,
+// sync, rename), so a reader sees the old record or the new one.
+func replaceRecord(rec Record) error {
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	tmp := recordTempPath(rec.Path)
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, recordPath(rec.Path))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write worktree record: %w", err)
+	}
+	return nil
+}
+
+// readRecord loads the record file of the worktree at path.
+func readRecord(path string) (Record, error) {
+	data, err := os.ReadFile(recordPath(path))
+	if err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return Record{}, fmt.Errorf("worktree record %s: %w", recordPath(path), err)
+	}
+	return rec, nil
+}
+
+// removeRecord deletes the record file of the worktree at path; a missing
+// one is not an error.
+func removeRecord(path string) error {
+	if err := os.Remove(recordPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove worktree record: %w", err)
+	}
+	_ = os.Remove(recordTempPath(path))
+	return nil
+}
+
+// isRecordTemp reports whether name (a file in a repository's directory
+// under $INK_HOME/worktrees) is a temporary record file: the fixed
+// ".<id>.json.tmp", or ".record-*" of earlier versions of ink.
+func isRecordTemp(name string) bool {
+	return strings.HasPrefix(name, ".record-") ||
+		strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp")
+}
+
+// removeStaleTemps deletes the temporary record files in slugDir. Callers
+// hold the lock of the repository the directory belongs to, so no Create
+// is writing one; it returns the paths it removed.
+func removeStaleTemps(slugDir string) []string {
+	entries, err := os.ReadDir(slugDir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) {
+			continue
+		}
+		p := filepath.Join(slugDir, e.Name())
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	return removed
+}
+
+// recordFromGit rebuilds the record of an ink worktree from git alone, for
+// a worktree whose record file is missing or cannot be trusted, or that
+// another INK_HOME made: the repository its .git link leads to (root when
+// known), its branch, and — when the branch's oldest reflog entry is the
+// creation entry `git worktree add -b` writes — its baseline and creation
+// reflog. Fields it cannot establish stay empty, which Assess reports as
+// Unknown.
+func recordFromGit(ctx context.Context, path, root string) Record {
+	rec := Record{Path: path, Cwd: path, RepoRoot: root}
+	if rec.RepoRoot == "" {
+		if common, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
+			if r, err := mainRoot(ctx, path, strings.TrimSpace(common)); err == nil {
+				rec.RepoRoot = r
+			}
+		}
+	}
+	if head, err := readIn(ctx, path, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
+		rec.Branch = strings.TrimSpace(head)
+	} else if rec.RepoRoot != "" {
+		rec.Branch = BranchPrefix + filepath.Base(path)
+	}
+	if rec.RepoRoot == "" || rec.Branch != BranchPrefix+filepath.Base(path) {
+		return rec
+	}
+	out, err := read(ctx, rec.RepoRoot, "reflog", "show", "--format=%H %gs", "refs/heads/"+rec.Branch)
+	if err != nil {
+		return rec
+	}
+	log := lines(out)
+	if len(log) == 0 {
+		return rec
+	}
+	oldest := log[len(log)-1]
+	sha, msg, _ := strings.Cut(oldest, " ")
+	if msg == "branch: Created from "+sha {
+		rec.Baseline = sha
+		rec.CreationReflog = oldest
+	}
+	return rec
+}
