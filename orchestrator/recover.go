@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,14 +9,18 @@ import (
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
 )
 
 // childAnswers answers the task calls of a main transcript left without a
 // result because its writer died: from the child's own transcript when the
 // child's last attempt ended, else with the outcome-unknown text naming the
-// child so the model can resume it. Calls whose child cannot be found are
-// left to the worker's generic repair.
-func childAnswers(tr *session.Transcript) []ipc.Answer {
+// child so the model can resume it. A call whose supervisor died after
+// making the child's worktree and before the child's transcript existed is
+// answered naming the child and its worktree (found by the worktree's
+// origin in inkHome). Calls whose child cannot be found at all are left to
+// the worker's generic repair.
+func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) []ipc.Answer {
 	answered := map[string]bool{}
 	for _, m := range tr.Messages {
 		for _, r := range m.Results {
@@ -74,6 +79,9 @@ func childAnswers(tr *session.Transcript) []ipc.Answer {
 				}
 			}
 			if child == nil {
+				if a, ok := answerFromWorktree(ctx, inkHome, tr.Header.ID, c); ok {
+					out = append(out, a)
+				}
 				continue
 			}
 			used[child.ID] = true
@@ -161,4 +169,25 @@ func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) 
 		}
 	}
 	return session.AttemptEntry{}, false
+}
+
+// answerFromWorktree answers a dangling task call whose child never got a
+// transcript but whose worktree was made, naming both.
+func answerFromWorktree(ctx context.Context, inkHome, parentID string, call model.ToolCall) (ipc.Answer, bool) {
+	infos, err := worktree.ListWith(ctx, inkHome, worktree.ListOptions{})
+	if err != nil {
+		return ipc.Answer{}, false
+	}
+	for _, in := range infos {
+		o := in.Record.Origin
+		if o == nil || o.ParentSession != parentID || o.ToolCallID != call.ID {
+			continue
+		}
+		id := in.Record.ChildID()
+		content := fmt.Sprintf("interrupted before the child started: the supervisor was lost after making its worktree and before the child's transcript existed, so nothing ran.\n"+
+			"child id: %s; its worktree %s on branch %s holds no work of it — remove it with `ink worktrees rm %s` (or `ink worktrees prune`), and start a new task instead.",
+			id, in.Record.Path, in.Record.Branch, id)
+		return ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: true}}}}, true
+	}
+	return ipc.Answer{}, false
 }

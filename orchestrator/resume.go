@@ -191,8 +191,12 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	} else if cwd != launch.Cwd {
 		add("cwd-drift", "launched in %s, the parent now works in %s; run ink from %s (or pass --cwd)", launch.Cwd, cwd, launch.Cwd)
 	}
+	// A removed worktree's own problem already says what happened to the
+	// directory, and that it cannot be put back.
 	if fi, err := os.Stat(launch.Cwd); err != nil {
-		add("cwd-missing", "the child's directory %s is gone; put it back to resume the child", launch.Cwd)
+		if !hasProblem(problems, worktree.ProblemMissing) {
+			add("cwd-missing", "the child's directory %s is gone; put it back to resume the child", launch.Cwd)
+		}
 	} else if !fi.IsDir() {
 		add("cwd-not-directory", "the child's directory %s is no longer a directory; put the directory back to resume the child", launch.Cwd)
 	}
@@ -247,6 +251,16 @@ func parentRecorded(path, childID string) bool {
 		}
 		rec, err := session.ParseTaskRecord(m.TaskRecord)
 		if err == nil && rec.ChildID == childID && rec.Launched {
+			return true
+		}
+	}
+	return false
+}
+
+// hasProblem reports whether problems holds one with code.
+func hasProblem(problems []Problem, code string) bool {
+	for _, p := range problems {
+		if p.Code == code {
 			return true
 		}
 	}

@@ -154,7 +154,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 		repo, err := worktree.Detect(ctx, parent.cwd)
 		if err == nil {
 			var rec worktree.Record
-			rec, err = worktree.Create(ctx, repo, o.cfg.InkHome, childID, os.Getpid())
+			rec, err = worktree.CreateFor(ctx, repo, o.cfg.InkHome, childID, os.Getpid(), worktree.Origin{ParentSession: parent.sessionID, ToolCallID: call.id})
 			wt = &rec
 		}
 		if err != nil {

@@ -39,6 +39,20 @@ func createStep(childID, step string) error {
 // it made is rolled back and the error says why. The caller later removes
 // the worktree with Remove (only when Clean).
 func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (Record, error) {
+	return CreateFor(ctx, repo, inkHome, childID, pid, Origin{})
+}
+
+// Origin names the task call a worktree is made for: the session whose
+// agent made the call and the call's id. It is kept in the record, so that
+// a parent whose supervisor died after the worktree was made, and before
+// the child's transcript existed, can still name the child.
+type Origin struct {
+	ParentSession string `json:"parentSession,omitempty"`
+	ToolCallID    string `json:"toolCallId,omitempty"`
+}
+
+// CreateFor is Create for the task call origin names.
+func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int, origin Origin) (Record, error) {
 	if err := checkChildID(childID); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
@@ -92,6 +106,9 @@ func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (R
 		Branch:         branch,
 		CreationReflog: creationReflog(repo.Head),
 		Cwd:            filepath.Join(path, filepath.FromSlash(repo.Prefix)),
+	}
+	if origin != (Origin{}) {
+		rec.Origin = &origin
 	}
 	if err := createRecord(rec); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)

@@ -29,6 +29,8 @@ type Record struct {
 	CreationReflog string `json:"creationReflog"`
 	// Cwd is the child's working directory: Path plus the parent's prefix.
 	Cwd string `json:"cwd"`
+	// Origin is the task call the worktree was made for, when known.
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // ChildID returns the child id the worktree was created for (the last

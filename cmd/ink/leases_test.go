@@ -417,7 +417,8 @@ func TestShellParentUnderLease(t *testing.T) {
 	childPath := session.ChildPath(parent, start["childId"].(string))
 	// The child worker takes its lease once it is up; wait for both.
 	rows := e.leaseRows()
-	for deadline := time.Now().Add(30 * time.Second); rows[parent]["state"] != "held" || rows[childPath]["state"] != "held"; rows = e.leaseRows() {
+	// A lease is held a moment before its holder's metadata is written.
+	for deadline := time.Now().Add(30 * time.Second); rows[parent]["state"] != "held" || rows[childPath]["state"] != "held" || num(rows[childPath], "pid") == 0; rows = e.leaseRows() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the shell parent and the child were never both held: %v", rows)
 		}

@@ -1171,7 +1171,12 @@ func TestResumeWorktreeRefusals(t *testing.T) {
 	if err := os.Rename(wt, aside); err != nil {
 		t.Fatal(err)
 	}
-	refused("worktree missing", `worktree-missing: `, `cwd-missing: `)
+	// The directory is gone with the worktree: one problem says so, with no
+	// "put it back" advice that cannot be followed.
+	refused("worktree missing", `worktree-missing: `)
+	if _, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on"); strings.Contains(stderr, "cwd-missing") {
+		t.Errorf("a missing worktree is reported twice:\n%s", stderr)
+	}
 	if err := os.Rename(aside, wt); err != nil {
 		t.Fatal(err)
 	}
