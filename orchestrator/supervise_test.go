@@ -246,3 +246,40 @@ func TestHungWorkerIsNamed(t *testing.T) {
 		t.Error("the hung worker was not killed")
 	}
 }
+
+// TestChildIsToldWhyItsParentStopped: when a parent's worker dies, its
+// running child is cancelled with a reason that says so, not as if the
+// user had cancelled it.
+func TestChildIsToldWhyItsParentStopped(t *testing.T) {
+	t.Parallel()
+	childUp := make(chan struct{})
+	h := newHarness(t, Config{MaxDepth: 1}, cast{
+		main: func(w *fakeWorker) {
+			if w.Start() && w.CallTasks(taskCallOf("call-1", `{"prompt":"x"}`)) && w.Request("call-1", `{"prompt":"x"}`) && w.Wait(childUp) {
+				w.Die("SIGSEGV")
+			}
+		},
+		child: func(w *fakeWorker) {
+			if !w.Start() {
+				return
+			}
+			close(childUp)
+			if c, ok := w.AwaitCancel(); ok {
+				w.Finish(ipc.Outcome{Status: c.Status, Reason: c.Reason})
+			}
+		},
+	}.play)
+	res := h.run(t, RunOptions{Prompt: "p"})
+	if res.Status != StatusCrash || !strings.HasSuffix(res.Reason, "was killed by signal SIGSEGV") {
+		t.Fatalf("run %s %q", res.Status, res.Reason)
+	}
+	c := h.l.byLabel("main/1").hostMsgs()
+	want := ipc.Cancel{Status: StatusAborted, Reason: "cancelled because its parent stopped: the parent worker died"}
+	if len(c) < 1 || c[0] != want {
+		t.Errorf("child got %v, want %v first", c, want)
+	}
+	end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
+	if end.Status != StatusAborted || end.Reason != want.Reason {
+		t.Errorf("task.end %s %q", end.Status, end.Reason)
+	}
+}
