@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/worktree"
 )
@@ -255,5 +256,35 @@ func TestWorktreeResume(t *testing.T) {
 	}
 	if info, err := worktree.Find(context.Background(), h.cfg.InkHome, child.SessionID); err != nil || info.LockPID != 1 {
 		t.Errorf("the other process's lock was changed: %+v %v", info, err)
+	}
+}
+
+// TestRefusedNewWorktreeChildLeavesNothing: when the worker refuses a new
+// worktree child (its transcript busy), the worktree made for it is
+// removed and the answer says so.
+func TestRefusedNewWorktreeChildLeavesNothing(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	h := newHarness(t, Config{Cwd: repo, MaxDepth: 1}, cast{
+		main: delegates(`{"prompt":"x","worktree":true}`),
+		child: func(w *fakeWorker) {
+			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "create transcript: file exists"})
+		},
+	}.play)
+	h.run(t, RunOptions{Prompt: "p"})
+	a := h.l.byLabel("main").answer(t, "call-1")
+	sp := h.l.byLabel("main/1").Spec
+	wt := sp.Create.Launch.Worktree
+	if !a.IsError || !strings.HasPrefix(a.Content, "task: create transcript: file exists. Start a new task instead.") ||
+		!strings.Contains(a.Content, "[task] no changes: worktree "+wt.Path+" and branch "+wt.Branch+" removed") {
+		t.Errorf("answer %q", a.Content)
+	}
+	// A valid rejection record (the worker's decoder checks it): nothing
+	// launched, no child id.
+	if err := a.Record.Validate(); err != nil || a.Record.Status != StatusRejected || a.Record.ChildID != "" {
+		t.Errorf("record %+v: %v", a.Record, err)
+	}
+	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
+		t.Errorf("the refused child's worktree remains: %v", err)
 	}
 }
