@@ -238,7 +238,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 }
 
 // TestJSONLines: the --json stream is one JSON object per line per event,
-// each reading back as the same event; after a write
+// each reading back as the same event; HTML is not escaped; after a write
 // fails (stdout closed) nothing more is written.
 func TestJSONLines(t *testing.T) {
 	t.Parallel()
@@ -265,6 +265,9 @@ func TestJSONLines(t *testing.T) {
 		if back.Seq != evs[i].Seq || back.Agent != evs[i].Agent || back.WorkerSeq != evs[i].WorkerSeq || back.Body.Kind() != evs[i].Body.Kind() {
 			t.Errorf("line %d reads back as %+v, want %+v", i, back, evs[i])
 		}
+	}
+	if !strings.Contains(lines[1], `a <b> && c`) {
+		t.Errorf("HTML was escaped: %s", lines[1])
 	}
 
 	w := &failingWriter{n: 2}
