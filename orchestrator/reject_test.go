@@ -38,7 +38,7 @@ func TestRejectionsChangeNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		args     string
-		maxDepth int
+		noDepth  bool // --max-depth 0
 		profiles map[string]string
 		environ  []string
 		want     []string
@@ -48,7 +48,7 @@ func TestRejectionsChangeNothing(t *testing.T) {
 		{name: "not an object", args: `["x"]`, want: []string{"task: the arguments must be a JSON object"}},
 		{name: "timeout too short", args: `{"prompt":"x","timeoutMs":5}`, want: []string{"task: timeoutMs"}},
 		{name: "resume with an agent", args: `{"prompt":"x","resume":"01abc","agent":"scout"}`, want: []string{"task: agent cannot be given with resume"}},
-		{name: "depth limit", args: `{"prompt":"x"}`, maxDepth: 0, want: []string{"task: depth limit reached (--max-depth 0); do the work yourself"}},
+		{name: "depth limit", args: `{"prompt":"x"}`, noDepth: true, want: []string{"task: depth limit reached (--max-depth 0); do the work yourself"}},
 		{name: "no agents defined", args: `{"prompt":"x","agent":"scout"}`, want: []string{`task: unknown agent "scout"`, "no agents are defined"}},
 		{name: "unknown agent", args: `{"prompt":"x","agent":"nope"}`, profiles: map[string]string{"scout": ""},
 			want: []string{`task: unknown agent "nope"; available agents: scout`}},
@@ -70,8 +70,8 @@ func TestRejectionsChangeNothing(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			cfg := Config{InkHome: home, MaxDepth: 1, Environ: tc.environ}
-			if tc.name == "depth limit" {
-				cfg.MaxDepth = tc.maxDepth
+			if tc.noDepth {
+				cfg.MaxDepth = 0
 			}
 			if tc.profiles != nil {
 				cfg.Profiles = loadProfiles(t, home, tc.profiles)

@@ -220,6 +220,19 @@ func TestResumeRefusals(t *testing.T) {
 				runGit(t, fx.child.Root, "branch", "-q", "-f", "ink/"+fx.child.SessionID, "tmp")
 				runGit(t, fx.child.Root, "checkout", "-q", "ink/"+fx.child.SessionID)
 			}},
+		{name: "worktree cwd outside it", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-cwd-outside"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Cwd = fx.proj })
+			}},
+		{name: "worktree no longer registered", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-unregistered"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				admin := runGit(t, fx.child.Root, "rev-parse", "--absolute-git-dir")
+				if err := os.RemoveAll(admin); err != nil {
+					t.Fatal(err)
+				}
+			}},
 		{name: "worktree repository gone", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-repo-missing"},
 			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
 			mutate: func(t *testing.T, fx fixture) {
