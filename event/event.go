@@ -14,6 +14,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -280,7 +281,7 @@ type Envelope struct {
 // MarshalJSON renders one line of the `--json` stream: the common fields
 // and then the body's fields.
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	body, err := json.Marshal(e.Body)
+	body, err := marshalRaw(e.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +294,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		Type      string `json:"type"`
 		WorkerSeq uint64 `json:"workerSeq,omitempty"`
 	}{1, e.Seq, e.Time.UTC().Format(time.RFC3339Nano), e.Agent, e.Session, e.Body.Kind(), e.WorkerSeq}
-	out, err := json.Marshal(head)
+	out, err := marshalRaw(head)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +303,18 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		out = append(out, body[1:]...)
 	}
 	return out, nil
+}
+
+// marshalRaw is json.Marshal without HTML escaping, so that the `--json`
+// stream shows "<", ">" and "&" (common in shell commands) as they are.
+func marshalRaw(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads a line of the `--json` stream back.

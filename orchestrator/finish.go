@@ -42,8 +42,9 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 			}
 			reason = resumeRefusal(child.sessionID, []Problem{{Code: code, Message: msg}})
 		}
+		// The record stays a valid rejection (no child id: the worker's
+		// decoder refuses one that has it); the text names the child.
 		ans := o.reject(parent, e.call, e.args, reason)
-		ans.Record.ChildID = child.sessionID
 		// A worktree made for this attempt goes with it when clean. A
 		// resumed child's lock is left as it is: another attempt may be
 		// running there (a dead pid in it counts as no lock).

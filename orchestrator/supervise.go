@@ -237,7 +237,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			return res
 		case <-done:
 			done = nil
-			cancel(ipc.StatusAborted, "cancelled by the user")
+			cancel(ipc.StatusAborted, cancelledWhy(ctx, ar.depth > 0))
 		case <-timeoutC:
 			cancel(ipc.StatusTimeout, fmt.Sprintf("timed out after %s", timeout))
 		case <-grace:
@@ -253,6 +253,20 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			}
 		}
 	}
+}
+
+// userCancel is the reason of an agent cancelled by the user (Ctrl-C).
+const userCancel = "cancelled by the user"
+
+// cancelledWhy words why ctx ended: the user's cancel, or for a child the
+// reason its parent stopped (its worker died, it timed out, …), so that a
+// child is never reported as cancelled by a user who did nothing.
+func cancelledWhy(ctx context.Context, child bool) string {
+	cause := context.Cause(ctx)
+	if !child || cause == nil || errors.Is(cause, context.Canceled) || cause.Error() == userCancel {
+		return userCancel
+	}
+	return "cancelled because its parent stopped: " + cause.Error()
 }
 
 // deathReason explains a worker whose stream broke before its outcome,

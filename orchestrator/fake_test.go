@@ -1,0 +1,871 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// This file holds the fake Launcher the supervisor is tested through: each
+// "worker" is a goroutine that plays a script written by the test. A script
+// speaks the typed wire (ipc.Event, ipc.TaskRequest, ipc.Outcome out;
+// ipc.Cancel, ipc.TaskAnswer, ipc.Ack in) and, like a real worker, takes the
+// transcript's lease and writes the transcript with package session, so the
+// supervisor's file-based logic runs against real files.
+
+// waitLong bounds every wait of a test: generous, so that a loaded machine
+// never fails a correct test, and finite, so that a broken one fails.
+const waitLong = 20 * time.Second
+
+// testBinding is the main agent's model in these tests; no model runs.
+var testBinding = model.Binding{Provider: "script", Model: "/ink-test/main.yaml"}
+
+// play is the script of one worker; it runs in its own goroutine.
+type play func(w *fakeWorker)
+
+// fakeLauncher is a Launcher whose workers are scripted goroutines. It is
+// safe for concurrent use. Its cleanup (registered by newFakeLauncher)
+// fails the test when a worker was neither closed nor killed, or when a
+// script is still running.
+type fakeLauncher struct {
+	t    testing.TB
+	play play
+	// fail, when set, makes Launch fail for each spec it returns an error
+	// for; nothing is started then.
+	fail func(spec ipc.AttemptSpec) error
+
+	mu      sync.Mutex
+	workers []*fakeWorker
+	pid     int
+	live    int // launched children not yet ended
+	maxLive int
+	scripts sync.WaitGroup
+}
+
+var _ Launcher = (*fakeLauncher)(nil)
+
+func newFakeLauncher(t testing.TB, p play) *fakeLauncher {
+	l := &fakeLauncher{t: t, play: p, pid: 90000}
+	t.Cleanup(l.check)
+	return l
+}
+
+// Launch starts the script for spec. Like the real launcher it fails when
+// ctx is already done.
+func (l *fakeLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	if l.fail != nil {
+		if err := l.fail(spec); err != nil {
+			return nil, err
+		}
+	}
+	l.mu.Lock()
+	l.pid++
+	w := &fakeWorker{
+		l: l, Spec: spec, pid: l.pid,
+		out: make(chan ipc.WorkerMsg), in: make(chan ipc.HostMsg, 256),
+		stream: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{}),
+	}
+	l.workers = append(l.workers, w)
+	if spec.Depth > 0 {
+		l.live++
+		l.maxLive = max(l.maxLive, l.live)
+	}
+	l.mu.Unlock()
+	l.scripts.Add(1)
+	go func() {
+		defer l.scripts.Done()
+		defer close(w.done)
+		defer w.release()
+		defer w.markGone(ExitState{})
+		l.play(w)
+	}()
+	return w, nil
+}
+
+// all returns every worker launched so far, in launch order.
+func (l *fakeLauncher) all() []*fakeWorker {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*fakeWorker(nil), l.workers...)
+}
+
+// byLabel returns the last worker launched with label, or nil.
+func (l *fakeLauncher) byLabel(label string) *fakeWorker {
+	ws := l.all()
+	for i := len(ws) - 1; i >= 0; i-- {
+		if ws[i].Spec.Label == label {
+			return ws[i]
+		}
+	}
+	return nil
+}
+
+// byPrompt returns the last worker launched with prompt, or nil.
+func (l *fakeLauncher) byPrompt(prompt string) *fakeWorker {
+	ws := l.all()
+	for i := len(ws) - 1; i >= 0; i-- {
+		if ws[i].Spec.Prompt == prompt {
+			return ws[i]
+		}
+	}
+	return nil
+}
+
+// peak is the largest number of children that ran at once.
+func (l *fakeLauncher) peak() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxLive
+}
+
+// check fails the test when the supervisor left a worker running or a
+// script did not end.
+func (l *fakeLauncher) check() {
+	ended := make(chan struct{})
+	go func() { l.scripts.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(waitLong):
+		l.t.Errorf("fake worker scripts still running %s after the test", waitLong)
+		return
+	}
+	for _, w := range l.all() {
+		closes, kills := w.ends()
+		if closes+kills == 0 {
+			l.t.Errorf("worker %s (pid %d) was neither closed nor killed by the supervisor", w.Spec.Label, w.pid)
+		}
+	}
+}
+
+// fakeWorker is one scripted worker. The Worker methods are the
+// supervisor's side; the exported-looking script methods (Start, Say,
+// Task, Finish, …) run in the script's goroutine only.
+type fakeWorker struct {
+	l    *fakeLauncher
+	Spec ipc.AttemptSpec
+	pid  int
+
+	out    chan ipc.WorkerMsg // worker -> host
+	in     chan ipc.HostMsg   // host -> worker
+	stream chan struct{}      // closed when the stream is broken
+	gone   chan struct{}      // closed when the "process" ended
+	done   chan struct{}      // closed when the script returned and cleaned up
+
+	mu         sync.Mutex
+	sent       []ipc.HostMsg
+	closes     int
+	kills      int
+	exit       ExitState
+	isGone     bool
+	streamOver bool
+	lingering  bool // the stream broke but the process lives on
+
+	// Script-goroutine state.
+	seq     uint64
+	pending []ipc.HostMsg
+	lease   *lease.Lease
+	tw      *session.Writer
+	usage   model.Usage
+	turns   int
+}
+
+var _ Worker = (*fakeWorker)(nil)
+
+// Pid is the fake process id.
+func (w *fakeWorker) Pid() int { return w.pid }
+
+// Send records m and hands it to the script; it fails once the worker is
+// gone, as a real stream would.
+func (w *fakeWorker) Send(m ipc.HostMsg) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.isGone {
+		return errors.New("rpc error: code = Unavailable desc = transport is closing")
+	}
+	w.sent = append(w.sent, m)
+	select {
+	case w.in <- m:
+	default:
+		w.l.t.Errorf("worker %s: host message queue full", w.Spec.Label)
+	}
+	return nil
+}
+
+// Recv returns the script's next message, or an error once the stream
+// broke: io.EOF after a clean exit, a transport error otherwise.
+func (w *fakeWorker) Recv() (ipc.WorkerMsg, error) {
+	select {
+	case m := <-w.out:
+		return m, nil
+	case <-w.stream:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.isGone && w.exit == (ExitState{}) && w.closes > 0 {
+			return nil, io.EOF
+		}
+		return nil, errors.New("rpc error: code = Unavailable desc = error reading from server: EOF")
+	}
+}
+
+// Close ends an acknowledged worker: the process exits cleanly and the
+// script is waited for.
+func (w *fakeWorker) Close() {
+	w.mu.Lock()
+	w.closes++
+	w.mu.Unlock()
+	w.markGone(ExitState{})
+	w.waitDone("Close")
+}
+
+// Kill "SIGKILLs" the worker and waits for its script to end.
+func (w *fakeWorker) Kill() {
+	w.mu.Lock()
+	w.kills++
+	w.mu.Unlock()
+	w.markGone(ExitState{Signal: "SIGKILL"})
+	w.waitDone("Kill")
+}
+
+// Exit waits up to d for the process to end. A lingering worker (its
+// stream broke, its process lives) answers at once that it still runs.
+func (w *fakeWorker) Exit(d time.Duration) (ExitState, bool) {
+	w.mu.Lock()
+	linger := w.lingering && !w.isGone
+	w.mu.Unlock()
+	if linger {
+		return ExitState{}, false
+	}
+	select {
+	case <-w.gone:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.exit, true
+	case <-time.After(d):
+		return ExitState{}, false
+	}
+}
+
+func (w *fakeWorker) waitDone(op string) {
+	select {
+	case <-w.done:
+	case <-time.After(waitLong):
+		w.l.t.Errorf("worker %s: script did not end within %s of %s", w.Spec.Label, waitLong, op)
+	}
+}
+
+// markGone ends the process with st (the first end wins) and breaks the
+// stream.
+func (w *fakeWorker) markGone(st ExitState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.isGone {
+		w.isGone, w.exit = true, st
+		close(w.gone)
+		if w.Spec.Depth > 0 {
+			w.l.mu.Lock()
+			w.l.live--
+			w.l.mu.Unlock()
+		}
+	}
+	w.breakStreamLocked()
+}
+
+func (w *fakeWorker) breakStreamLocked() {
+	if !w.streamOver {
+		w.streamOver = true
+		close(w.stream)
+	}
+}
+
+// release does what the kernel does for a dead worker: its file is closed
+// and its lease lock freed.
+func (w *fakeWorker) release() {
+	if w.tw != nil {
+		w.tw.Close()
+		w.tw = nil
+	}
+	if w.lease != nil {
+		w.lease.Release()
+		w.lease = nil
+	}
+}
+
+// ends reports how often the supervisor closed and killed the worker.
+func (w *fakeWorker) ends() (closes, kills int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closes, w.kills
+}
+
+// hostMsgs returns what the supervisor sent, in order.
+func (w *fakeWorker) hostMsgs() []ipc.HostMsg {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]ipc.HostMsg(nil), w.sent...)
+}
+
+// answers returns the TaskAnswers the supervisor sent, by correlation id.
+func (w *fakeWorker) answers() map[string]ipc.TaskAnswer {
+	out := map[string]ipc.TaskAnswer{}
+	for _, m := range w.hostMsgs() {
+		if a, ok := m.(ipc.TaskAnswer); ok {
+			out[a.CorrelationID] = a
+		}
+	}
+	return out
+}
+
+// answer returns the TaskAnswer to the call callID, failing when there is
+// none.
+func (w *fakeWorker) answer(t testing.TB, callID string) ipc.TaskAnswer {
+	t.Helper()
+	a, ok := w.answers()[corr(callID)]
+	if !ok {
+		t.Fatalf("worker %s got no answer to %s; it got %v", w.Spec.Label, callID, w.hostMsgs())
+	}
+	return a
+}
+
+// count returns how many host messages of the type of like were sent.
+func count[T ipc.HostMsg](w *fakeWorker) int {
+	n := 0
+	for _, m := range w.hostMsgs() {
+		if _, ok := m.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// --- The script's side. ---
+
+func corr(callID string) string { return "corr-" + callID }
+
+// send hands m to the supervisor; false once the worker is gone.
+func (w *fakeWorker) send(m ipc.WorkerMsg) bool {
+	select {
+	case w.out <- m:
+		return true
+	case <-w.gone:
+		return false
+	}
+}
+
+// Event sends one progress event, numbered like a real worker's.
+func (w *fakeWorker) Event(body event.Event) bool {
+	w.seq++
+	return w.send(ipc.Event{Seq: w.seq, Body: body})
+}
+
+// await returns the first host message match accepts, keeping the others
+// for later awaits; false once the worker is gone.
+func (w *fakeWorker) await(match func(ipc.HostMsg) bool) (ipc.HostMsg, bool) {
+	for i, m := range w.pending {
+		if match(m) {
+			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			return m, true
+		}
+	}
+	for {
+		select {
+		case m := <-w.in:
+			if match(m) {
+				return m, true
+			}
+			w.pending = append(w.pending, m)
+		case <-w.gone:
+			return nil, false
+		}
+	}
+}
+
+// AwaitCancel waits for the supervisor's Cancel.
+func (w *fakeWorker) AwaitCancel() (ipc.Cancel, bool) {
+	m, ok := w.await(func(m ipc.HostMsg) bool { _, ok := m.(ipc.Cancel); return ok })
+	if !ok {
+		return ipc.Cancel{}, false
+	}
+	return m.(ipc.Cancel), true
+}
+
+// Wait blocks until ch is closed or the worker is gone.
+func (w *fakeWorker) Wait(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-w.gone:
+		return false
+	}
+}
+
+// Hang does nothing until the worker is killed.
+func (w *fakeWorker) Hang() { <-w.gone }
+
+// Die ends the process by signal sig without an outcome (its lease is
+// freed, its transcript keeps what was written). The script must return
+// after it.
+func (w *fakeWorker) Die(sig string) {
+	w.release()
+	w.markGone(ExitState{Signal: sig})
+}
+
+// ExitWith ends the process with code without an outcome.
+func (w *fakeWorker) ExitWith(code int) {
+	w.release()
+	w.markGone(ExitState{Code: code})
+}
+
+// BreakStream breaks the stream while the process lives on; the script
+// should then Hang.
+func (w *fakeWorker) BreakStream() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lingering = true
+	w.breakStreamLocked()
+}
+
+// Start does what a real worker does before its first turn: it takes the
+// transcript's lease and starts its heartbeat, creates the transcript (or
+// opens it, appending the answers the spec carries and an unknown-outcome
+// result for any other open call), records the attempt's start and
+// appends the prompt. When the lease is busy it reports a refused outcome,
+// as a real worker does, and returns false.
+func (w *fakeWorker) Start() bool { return w.start(true) }
+
+// StartHung is Start by a worker whose heartbeat stops at once: it
+// promises beats every 10 ms and never beats.
+func (w *fakeWorker) StartHung() bool {
+	if !w.start(false) {
+		return false
+	}
+	mp := lease.MetaPath(w.Spec.Transcript)
+	data, err := os.ReadFile(mp)
+	var meta lease.Meta
+	if err == nil {
+		err = json.Unmarshal(data, &meta)
+	}
+	if err != nil {
+		w.l.t.Errorf("read lease metadata: %v", err)
+		return false
+	}
+	meta.HeartbeatIntervalMs = 10
+	data, _ = json.Marshal(meta)
+	if err := os.WriteFile(mp+".tmp", data, 0o600); err != nil {
+		w.l.t.Errorf("write lease metadata: %v", err)
+		return false
+	}
+	if err := os.Rename(mp+".tmp", mp); err != nil {
+		w.l.t.Errorf("write lease metadata: %v", err)
+		return false
+	}
+	return true
+}
+
+func (w *fakeWorker) start(heartbeat bool) bool {
+	sp := w.Spec
+	t := w.l.t
+	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
+		t.Errorf("worker %s: %v", sp.Label, err)
+		return false
+	}
+	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
+	if err != nil {
+		w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()})
+		return false
+	}
+	w.lease = l
+	if heartbeat {
+		l.StartHeartbeat(sp.HeartbeatInterval)
+	}
+	if sp.Create != nil {
+		w.tw, err = session.Create(sp.Transcript, *sp.Create)
+		if err != nil {
+			t.Errorf("worker %s: create transcript: %v", sp.Label, err)
+			return false
+		}
+	} else if !w.continueTranscript() {
+		return false
+	}
+	if err := w.tw.AppendAttempt(session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: l.Epoch(), Pid: w.pid}); err != nil {
+		t.Errorf("worker %s: %v", sp.Label, err)
+		return false
+	}
+	return w.appendMessage(model.UserText(sp.Prompt))
+}
+
+// continueTranscript opens an existing transcript, refusing (like a real
+// worker) one whose header is not the one the supervisor validated.
+func (w *fakeWorker) continueTranscript() bool {
+	sp := w.Spec
+	tr, err := session.Open(sp.Transcript)
+	if err != nil {
+		w.l.t.Errorf("worker %s: %v", sp.Label, err)
+		return false
+	}
+	if len(sp.ExpectHeader) > 0 {
+		var want session.Header
+		if json.Unmarshal(sp.ExpectHeader, &want) != nil || want.ID != tr.Header.ID {
+			w.release()
+			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "header-changed: the transcript changed since it was validated"})
+			return false
+		}
+	}
+	if w.tw, err = session.OpenWriter(sp.Transcript); err != nil {
+		w.l.t.Errorf("worker %s: %v", sp.Label, err)
+		return false
+	}
+	msgs := tr.Messages
+	answered := map[string]bool{}
+	for _, m := range msgs {
+		for _, r := range m.Results {
+			answered[r.ToolCallID] = true
+		}
+	}
+	for _, a := range sp.Answers {
+		m := a.WithRecord()
+		if len(m.Results) != 1 || answered[m.Results[0].ToolCallID] {
+			continue
+		}
+		if _, err := w.tw.AppendMessage(m); err != nil {
+			w.l.t.Errorf("worker %s: %v", sp.Label, err)
+			return false
+		}
+		answered[m.Results[0].ToolCallID] = true
+		msgs = append(msgs, m)
+	}
+	if scan := session.ScanPairs(msgs); scan.State == session.Repairable {
+		for _, m := range session.UnknownOutcomeResults(scan.Missing) {
+			if _, err := w.tw.AppendMessage(m); err != nil {
+				w.l.t.Errorf("worker %s: %v", sp.Label, err)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// appendMessage writes m to the transcript and reports it as an event.
+func (w *fakeWorker) appendMessage(m model.Message) bool {
+	if _, err := w.tw.AppendMessage(m); err != nil {
+		w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
+		return false
+	}
+	return w.Event(event.Message{Message: m})
+}
+
+// Turn reports the start of model turn n.
+func (w *fakeWorker) Turn(n int) bool {
+	w.turns = n
+	return w.Event(event.TurnStart{Turn: n})
+}
+
+// Say appends an assistant message with text that used u.
+func (w *fakeWorker) Say(text string, u model.Usage) bool {
+	w.usage = w.usage.Add(u)
+	return w.appendMessage(model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: text}}, Usage: &u})
+}
+
+// taskCall is a `task` tool call with id and JSON arguments.
+func taskCallOf(id, args string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: "task", Args: json.RawMessage(args)}
+}
+
+// CallTasks appends an assistant message making the task calls, before
+// they run (as a real worker streams it).
+func (w *fakeWorker) CallTasks(calls ...model.ToolCall) bool {
+	return w.appendMessage(model.Message{Role: model.RoleAssistant, ToolCalls: calls})
+}
+
+// Request asks the supervisor to run the task call callID.
+func (w *fakeWorker) Request(callID, args string) bool {
+	return w.send(ipc.TaskRequest{CorrelationID: corr(callID), ToolCallID: callID, Args: json.RawMessage(args)})
+}
+
+// AwaitAnswer waits for the answer to the task call callID.
+func (w *fakeWorker) AwaitAnswer(callID string) (ipc.TaskAnswer, bool) {
+	m, ok := w.await(func(m ipc.HostMsg) bool {
+		a, ok := m.(ipc.TaskAnswer)
+		return ok && a.CorrelationID == corr(callID)
+	})
+	if !ok {
+		return ipc.TaskAnswer{}, false
+	}
+	return m.(ipc.TaskAnswer), true
+}
+
+// Record appends the answer to callID as its toolResult, with its
+// TaskRecord beside it.
+func (w *fakeWorker) Record(callID string, a ipc.TaskAnswer) bool {
+	m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: a.Content, IsError: a.IsError}}}
+	if a.Record != nil {
+		raw, err := a.Record.Encode()
+		if err != nil {
+			w.l.t.Errorf("worker %s: the supervisor's TaskRecord for %s does not validate: %v", w.Spec.Label, callID, err)
+			return false
+		}
+		m.TaskRecord = raw
+	}
+	return w.appendMessage(m)
+}
+
+// Delegate runs one task call the way a real worker's loop does: it
+// announces the call, requests it, waits for the answer and records it.
+func (w *fakeWorker) Delegate(callID, args string) (ipc.TaskAnswer, bool) {
+	if !w.CallTasks(taskCallOf(callID, args)) || !w.Request(callID, args) {
+		return ipc.TaskAnswer{}, false
+	}
+	a, ok := w.AwaitAnswer(callID)
+	return a, ok && w.Record(callID, a)
+}
+
+// Finish ends the attempt: it records the attempt's end (unless refused),
+// frees the transcript, sends the outcome and waits for the Ack.
+func (w *fakeWorker) Finish(o ipc.Outcome) bool {
+	if o.Status != ipc.StatusRefused && w.tw != nil {
+		u := o.Usage
+		err := w.tw.AppendAttempt(session.AttemptEntry{
+			Phase: session.PhaseEnd, AttemptID: w.Spec.AttemptID, Epoch: w.lease.Epoch(), Pid: w.pid,
+			Status: o.Status, Reason: o.Reason, Turns: o.Turns, Usage: &u, FinalTextLen: len(o.Text), FinalText: o.Text,
+		})
+		if err != nil {
+			w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
+		}
+	}
+	o.AttemptID = w.Spec.AttemptID
+	w.release()
+	if !w.send(o) {
+		return false
+	}
+	_, ok := w.await(func(m ipc.HostMsg) bool { _, ok := m.(ipc.Ack); return ok })
+	return ok
+}
+
+// Complete says text and ends the attempt completed.
+func (w *fakeWorker) Complete(text string, u model.Usage) bool {
+	if !w.Say(text, u) {
+		return false
+	}
+	return w.Finish(ipc.Outcome{Status: ipc.StatusCompleted, Text: text, Turns: max(w.turns, 1), Usage: w.usage})
+}
+
+// --- Scripts. ---
+
+// completes is a child that answers text at once.
+func completes(text string, u model.Usage) play {
+	return func(w *fakeWorker) {
+		if w.Start() && w.Turn(1) {
+			w.Complete(text, u)
+		}
+	}
+}
+
+// cast plays main with the main script and every other worker with the
+// script registered for its prompt, or child.
+type cast struct {
+	main     play
+	byPrompt map[string]play
+	child    play
+}
+
+func (c cast) play(w *fakeWorker) {
+	switch {
+	case w.Spec.Depth == 0 && c.main != nil:
+		c.main(w)
+	case c.byPrompt[w.Spec.Prompt] != nil:
+		c.byPrompt[w.Spec.Prompt](w)
+	case c.child != nil:
+		c.child(w)
+	default:
+		w.l.t.Errorf("no script for worker %s (prompt %q)", w.Spec.Label, w.Spec.Prompt)
+	}
+}
+
+// delegates is a main agent that makes one task call per args, in one
+// message, requests them in order, records every answer and completes.
+func delegates(args ...string) play {
+	return func(w *fakeWorker) {
+		if !w.Start() || !w.Turn(1) {
+			return
+		}
+		var calls []model.ToolCall
+		for i, a := range args {
+			calls = append(calls, taskCallOf(fmt.Sprintf("call-%d", i+1), a))
+		}
+		if !w.CallTasks(calls...) {
+			return
+		}
+		for _, c := range calls {
+			if !w.Request(c.ID, string(c.Args)) {
+				return
+			}
+		}
+		for _, c := range calls {
+			a, ok := w.AwaitAnswer(c.ID)
+			if !ok || !w.Record(c.ID, a) {
+				return
+			}
+		}
+		w.Turn(2)
+		w.Complete("main is done", model.Usage{Input: 1000, Output: 100})
+	}
+}
+
+// --- The harness. ---
+
+// recorder keeps every published event and wakes waiters on each.
+type recorder struct {
+	mu      sync.Mutex
+	evs     []event.Envelope
+	changed chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) sink(e event.Envelope) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, e)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) all() []event.Envelope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event.Envelope(nil), r.evs...)
+}
+
+// wait waits until an event satisfies pred and returns it; false after
+// waitLong.
+func (r *recorder) wait(pred func(event.Envelope) bool) (event.Envelope, bool) {
+	deadline := time.NewTimer(waitLong)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		for _, e := range r.evs {
+			if pred(e) {
+				r.mu.Unlock()
+				return e, true
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return event.Envelope{}, false
+		}
+	}
+}
+
+// waitFor is wait for the test goroutine: it fails the test on timeout.
+func (r *recorder) waitFor(t testing.TB, what string, pred func(event.Envelope) bool) event.Envelope {
+	t.Helper()
+	e, ok := r.wait(pred)
+	if !ok {
+		t.Fatalf("no %s within %s; events:\n%s", what, waitLong, r.dump())
+	}
+	return e
+}
+
+// dump renders the events for a failure message.
+func (r *recorder) dump() string {
+	s := ""
+	for _, e := range r.all() {
+		b, _ := json.Marshal(e)
+		s += string(b) + "\n"
+	}
+	return s
+}
+
+// is returns a predicate matching events of body type T about agent ("" =
+// any agent).
+func is[T event.Event](agent string) func(event.Envelope) bool {
+	return func(e event.Envelope) bool {
+		_, ok := e.Body.(T)
+		return ok && (agent == "" || e.Agent == agent)
+	}
+}
+
+// bodies returns the bodies of type T, in order, with their envelopes.
+func bodies[T event.Event](evs []event.Envelope) ([]T, []event.Envelope) {
+	var out []T
+	var envs []event.Envelope
+	for _, e := range evs {
+		if b, ok := e.Body.(T); ok {
+			out = append(out, b)
+			envs = append(envs, e)
+		}
+	}
+	return out, envs
+}
+
+// harness is an Orchestrator over a fake launcher, with its events.
+type harness struct {
+	o   *Orchestrator
+	l   *fakeLauncher
+	rec *recorder
+	cfg Config
+}
+
+// newHarness fills cfg's blanks for a test (a temporary INK_HOME and cwd,
+// the test binding, a fast heartbeat) and supervises workers played by p.
+func newHarness(t testing.TB, cfg Config, p play) *harness {
+	t.Helper()
+	if cfg.InkHome == "" {
+		cfg.InkHome = t.TempDir()
+	}
+	if cfg.Cwd == "" {
+		cfg.Cwd = t.TempDir()
+	}
+	if cfg.Binding == (model.Binding{}) {
+		cfg.Binding = testBinding
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 25 * time.Millisecond
+	}
+	l := newFakeLauncher(t, p)
+	rec := newRecorder()
+	cfg.Launcher, cfg.Sink = l, rec.sink
+	o, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{o: o, l: l, rec: rec, cfg: cfg}
+}
+
+// run runs the main agent and fails the test on an error.
+func (h *harness) run(t testing.TB, opts RunOptions) RunResult {
+	t.Helper()
+	res, err := h.o.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+// task runs `ink task` and fails the test on an error.
+func (h *harness) task(t testing.TB, opts TaskOptions) TaskResult {
+	t.Helper()
+	res, err := h.o.Task(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Task: %v", err)
+	}
+	return res
+}

@@ -1,0 +1,278 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// loses is a main agent whose supervisor is lost mid fan-out: it makes
+// the calls, gets the first answer, and dies before recording anything.
+func loses(calls ...model.ToolCall) play {
+	return func(w *fakeWorker) {
+		if !w.Start() || !w.CallTasks(calls...) {
+			return
+		}
+		for _, c := range calls {
+			if !w.Request(c.ID, string(c.Args)) {
+				return
+			}
+		}
+		if _, ok := w.AwaitAnswer(calls[0].ID); ok {
+			w.Die("SIGKILL")
+		}
+	}
+}
+
+// losesItsHost is a child that, when its parent is gone, records its
+// attempt's end as a real worker does when it loses its host.
+func losesItsHost(w *fakeWorker) {
+	if w.Start() && w.Turn(1) {
+		if _, ok := w.AwaitCancel(); ok {
+			w.Finish(ipc.Outcome{Status: ipc.StatusInterrupted, Reason: ipc.HostLost, Turns: 1})
+		}
+	}
+}
+
+// TestContinueAnswersOpenTaskCalls: when `ink run --session` continues a
+// main session whose task calls were left without results, each call is
+// answered from its child's own transcript — the child's result when its
+// attempt ended — from the attempt that call started, even after a shell
+// resumed the child first; the main transcript is whole again and the
+// next continue has nothing left to answer.
+func TestContinueAnswersOpenTaskCalls(t *testing.T) {
+	t.Parallel()
+	for _, childrenFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("children first %v", childrenFirst), func(t *testing.T) {
+			t.Parallel()
+			calls := []model.ToolCall{taskCallOf("c1", `{"prompt":"alpha"}`), taskCallOf("c2", `{"prompt":"beta"}`)}
+			h := newHarness(t, Config{MaxDepth: 1}, cast{
+				main: loses(calls...),
+				byPrompt: map[string]play{
+					"alpha": completes("alpha done", model.Usage{Input: 11, Output: 1}),
+					"beta":  losesItsHost,
+				},
+			}.play)
+			first := h.run(t, RunOptions{Prompt: "p"})
+			if first.Status != StatusCrash {
+				t.Fatalf("first run %s", first.Status)
+			}
+			alpha, beta := h.l.byPrompt("alpha").Spec, h.l.byPrompt("beta").Spec
+			mainBefore, _ := os.ReadFile(first.Transcript)
+
+			if childrenFirst {
+				sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("beta done later", model.Usage{}))
+				if res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "finish", Resume: strp(beta.SessionID)}}); res.Status != StatusCompleted {
+					t.Fatalf("shell resume of beta: %+v", res)
+				}
+				if after, _ := os.ReadFile(first.Transcript); string(after) != string(mainBefore) {
+					t.Fatal("the shell resume wrote into the main session")
+				}
+			}
+
+			cont := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
+				if w.Start() {
+					w.Complete("recovered", model.Usage{})
+				}
+			})
+			res := cont.run(t, RunOptions{Prompt: "go on", SessionID: first.SessionID})
+			if res.Status != StatusCompleted {
+				t.Fatalf("continue: %s %s", res.Status, res.Reason)
+			}
+			answers := map[string]ipc.Answer{}
+			for _, a := range cont.l.byLabel("main").Spec.Answers {
+				answers[a.Message.Results[0].ToolCallID] = a
+			}
+			if len(answers) != 2 {
+				t.Fatalf("answers for %d calls, want 2", len(answers))
+			}
+			a1 := answers["c1"]
+			if c := a1.Message.Results[0].Content; !strings.HasPrefix(c, "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\nalpha done") || a1.Message.Results[0].IsError {
+				t.Errorf("c1 answered %q", c)
+			}
+			rec, err := session.ParseTaskRecord(a1.TaskRecord)
+			if err != nil || rec.ChildID != alpha.SessionID || rec.TaskToolCallID != "c1" || rec.ParentSessionID != first.SessionID || rec.Status != StatusCompleted ||
+				!rec.Launched || rec.Usage == nil || rec.Usage.Input != 11 || rec.Binding == nil || rec.Transcript.Path != alpha.Transcript {
+				t.Errorf("c1 record %+v: %v", rec, err)
+			}
+			a2 := answers["c2"]
+			want := "[task] recovered from the child's own transcript: the parent stopped before this result was recorded.\ntask interrupted after 1 turn: host lost."
+			if c := a2.Message.Results[0].Content; !strings.HasPrefix(c, want) || strings.Contains(c, "beta done later") || !a2.Message.Results[0].IsError ||
+				!strings.Contains(c, fmt.Sprintf("child session id: %s — continue it with task({resume: %q", beta.SessionID, beta.SessionID)) {
+				t.Errorf("c2 answered %q, want %q", c, want)
+			}
+			if rec, err := session.ParseTaskRecord(a2.TaskRecord); err != nil || rec.Status != StatusInterrupted || rec.AttemptID != beta.AttemptID {
+				t.Errorf("c2 record %+v: %v", rec, err)
+			}
+			tr, err := session.Open(first.Transcript)
+			if err != nil || session.ScanPairs(tr.Messages).State != session.Consistent {
+				t.Fatalf("main transcript after the continue: %v", err)
+			}
+			if got := childAnswers(tr); len(got) != 0 {
+				t.Errorf("answered calls are answered again: %d", len(got))
+			}
+		})
+	}
+}
+
+// transcriptBuilder writes a transcript for a test.
+type transcriptBuilder struct {
+	t    testing.TB
+	w    *session.Writer
+	path string
+	id   string
+}
+
+func newTranscript(t testing.TB, path string, h session.Header) *transcriptBuilder {
+	t.Helper()
+	w, err := session.Create(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return &transcriptBuilder{t: t, w: w, path: path, id: h.ID}
+}
+
+func (b *transcriptBuilder) msg(m model.Message) *transcriptBuilder {
+	b.t.Helper()
+	if _, err := b.w.AppendMessage(m); err != nil {
+		b.t.Fatal(err)
+	}
+	return b
+}
+
+func (b *transcriptBuilder) attempt(a session.AttemptEntry) *transcriptBuilder {
+	b.t.Helper()
+	if err := b.w.AppendAttempt(a); err != nil {
+		b.t.Fatal(err)
+	}
+	return b
+}
+
+// run records one attempt: start, the prompt, and (when ended) the text
+// and an end entry.
+func (b *transcriptBuilder) run(attemptID, prompt, text string, ended bool) *transcriptBuilder {
+	b.attempt(session.AttemptEntry{Phase: session.PhaseStart, AttemptID: attemptID})
+	b.msg(model.UserText(prompt))
+	if ended {
+		u := model.Usage{Input: 5, Output: 1}
+		b.msg(model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: text}}})
+		b.attempt(session.AttemptEntry{Phase: session.PhaseEnd, AttemptID: attemptID, Status: StatusCompleted, Turns: 1, Usage: &u, FinalText: text, FinalTextLen: len(text)})
+	}
+	return b
+}
+
+// childOf starts a child transcript of main with a valid launch record.
+func childOf(t testing.TB, main *transcriptBuilder, cwd string) *transcriptBuilder {
+	id := session.NewID()
+	launch := &session.LaunchRecord{
+		Version: 1, ParentSessionID: main.id, ChildID: id, InkVersion: InkVersion, Binding: testBinding, Cwd: cwd,
+		Tools: []string{"read"}, System: session.SystemRef{SHA256: session.SystemFingerprint("x")}, Depth: 1, MaxDepth: 1,
+	}
+	return newTranscript(t, session.ChildPath(main.path, id), session.Header{ID: id, Cwd: cwd, Parent: main.id, Launch: launch})
+}
+
+func record(t testing.TB, r session.TaskRecord) json.RawMessage {
+	t.Helper()
+	raw, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestChildAnswersUnit: the calls left open are matched to their
+// children: a resume call to the attempt it started (never an earlier
+// attempt's answer), a new call to an unused child with its prompt; a
+// call whose child cannot be found is left alone, and a child that cannot
+// be read yields the outcome-unknown answer.
+func TestChildAnswersUnit(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	mainID := session.NewID()
+	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+
+	// alpha ran once for c1 (recorded), then was resumed by r1 and ended.
+	alpha := childOf(t, main, cwd).run("01a1", "alpha", "first answer", true).run("01a2", "again", "second answer", true)
+	// beta ran once for r2's earlier call (recorded) and was never resumed.
+	beta := childOf(t, main, cwd).run("01b1", "beta", "beta answer", true)
+	// Two children with the same prompt for two open calls.
+	twinA := childOf(t, main, cwd).run("01t1", "twin", "twin one", true)
+	twinB := childOf(t, main, cwd).run("01t2", "twin", "twin two", false)
+	// A child whose body is broken past its header.
+	broken := childOf(t, main, cwd).run("01k1", "broken", "x", true)
+	if f, err := os.OpenFile(broken.path, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+		f.WriteString("{not json}\n{\"type\":\"message\"}\n")
+		f.Close()
+	}
+
+	rec := func(callID, childID string) json.RawMessage {
+		u := model.Usage{}
+		return record(t, session.TaskRecord{Version: 1, AttemptID: session.NewID(), TaskToolCallID: callID, ParentSessionID: mainID, ChildID: childID,
+			Launched: true, Status: StatusCompleted, Usage: &u, Transcript: &session.TranscriptRef{Present: true, Path: "/x"}})
+	}
+	result := func(callID string, raw json.RawMessage) model.Message {
+		return model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task", Content: "ok"}}, TaskRecord: raw}
+	}
+	main.msg(model.UserText("p")).
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{taskCallOf("c1", `{"prompt":"alpha"}`), taskCallOf("c0", `{"prompt":"beta"}`)}}).
+		msg(result("c1", rec("c1", alpha.id))).
+		msg(result("c0", rec("c0", beta.id))).
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			taskCallOf("r1", fmt.Sprintf(`{"prompt":"again","resume":%q}`, alpha.id)),
+			taskCallOf("r2", fmt.Sprintf(`{"prompt":"more","resume":%q}`, beta.id)),
+			taskCallOf("t1", `{"prompt":"twin"}`),
+			taskCallOf("t2", `{"prompt":"twin"}`),
+			taskCallOf("lost", `{"prompt":"never created"}`),
+			taskCallOf("bad", `{"prompt":""}`),
+			taskCallOf("k1", fmt.Sprintf(`{"prompt":"x","resume":%q}`, broken.id)),
+			{ID: "read-1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)},
+		}})
+	tr, err := session.Open(main.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ipc.Answer{}
+	for _, a := range childAnswers(tr) {
+		got[a.Message.Results[0].ToolCallID] = a
+	}
+	content := func(id string) string {
+		a, ok := got[id]
+		if !ok {
+			return "(no answer)"
+		}
+		return a.Message.Results[0].Content
+	}
+	for _, tc := range []struct {
+		call    string
+		want    string
+		notWant string
+	}{
+		{"r1", "second answer", "first answer"},
+		{"r2", "the outcome is unknown; check before relying on it.\nchild session id: " + beta.id, "beta answer"},
+		{"t1", "twin one", "twin two"},
+		{"t2", "the outcome is unknown; check before relying on it.\nchild session id: " + twinB.id, "twin one"},
+		{"k1", "The child's transcript " + broken.path + " cannot be read: ", ""},
+	} {
+		if c := content(tc.call); !strings.Contains(c, tc.want) || (tc.notWant != "" && strings.Contains(c, tc.notWant)) {
+			t.Errorf("%s answered %q, want %q", tc.call, c, tc.want)
+		}
+	}
+	for _, id := range []string{"c1", "c0", "lost", "bad", "read-1"} {
+		if _, ok := got[id]; ok {
+			t.Errorf("%s was answered: %q", id, content(id))
+		}
+	}
+	if r, err := session.ParseTaskRecord(got["r1"].TaskRecord); err != nil || r.AttemptID != "01a2" || r.ChildID != alpha.id || r.Tools == nil || r.Turns != 1 {
+		t.Errorf("r1 record %+v: %v", r, err)
+	}
+	if r, err := session.ParseTaskRecord(got["t1"].TaskRecord); err != nil || r.ChildID != twinA.id {
+		t.Errorf("t1 record %+v: %v", r, err)
+	}
+}

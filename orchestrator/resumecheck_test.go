@@ -1,0 +1,389 @@
+package orchestrator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// editHeader rewrites the header line of the transcript at path.
+func editHeader(t testing.TB, path string, edit func(h *session.Header)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := bytes.Cut(data, []byte("\n"))
+	var h session.Header
+	if err := json.Unmarshal(first, &h); err != nil {
+		t.Fatal(err)
+	}
+	edit(&h)
+	line, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(append(line, '\n'), rest...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepLines rewrites the transcript at path keeping the header and the
+// entries keep accepts.
+func keepLines(t testing.TB, path string, keep func(entry map[string]any) bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	out := lines[0]
+	for _, l := range lines[1:] {
+		var e map[string]any
+		if l == "" || json.Unmarshal([]byte(l), &e) != nil {
+			continue
+		}
+		if keep(e) {
+			out += l
+		}
+	}
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeRefusals: a resume that cannot continue the same child in the
+// same place is refused with every problem found, each under its code,
+// ending "Start a new task instead."; the refusal starts nothing and
+// changes no file.
+func TestResumeRefusals(t *testing.T) {
+	t.Parallel()
+	type fixture struct {
+		h     *harness
+		main  RunResult
+		child ipc.AttemptSpec
+		proj  string // the directory ink runs in (the child's cwd)
+	}
+	for _, tc := range []struct {
+		name string
+		// launch is the first run's extra configuration; child its child.
+		launch  func(t *testing.T, home, proj string) Config
+		args    string
+		child   play
+		mainDie bool
+		// mutate changes the world after the launch; resume is the
+		// resuming orchestrator's configuration (its InkHome is set).
+		mutate func(t *testing.T, fx fixture)
+		resume func(t *testing.T, fx fixture) Config
+		codes  []string
+		want   []string
+	}{
+		{name: "still running", codes: []string{"still-running"},
+			want: []string{fmt.Sprintf("the child is still running (pid %d holds its lease); wait for it to finish, or see `ink leases ls`", os.Getpid())},
+			mutate: func(t *testing.T, fx fixture) {
+				l, err := lease.Acquire(fx.child.Transcript, lease.Owner{AttemptID: session.NewID(), SessionID: fx.child.SessionID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Release() })
+			}},
+		{name: "empty transcript", codes: []string{"empty-transcript"},
+			mutate: func(t *testing.T, fx fixture) {
+				keepLines(t, fx.child.Transcript, func(e map[string]any) bool { return e["type"] != session.EntryMessage })
+			}},
+		{name: "no settled record", child: dies, mainDie: true, codes: []string{"no-record"},
+			want: []string{"no settled record of this child: neither the parent's task result nor the child's own attempt end was written"}},
+		{name: "history inconsistent", codes: []string{"malformed"},
+			mutate: func(t *testing.T, fx fixture) {
+				w, err := session.OpenWriter(fx.child.Transcript)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				if _, err := w.AppendMessage(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "another ink version", codes: []string{"version-drift"},
+			want: []string{"launched by ink 0.0.9, this is ink " + InkVersion + "; resume it with ink 0.0.9"},
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.InkVersion = "0.0.9" })
+			}},
+		{name: "agent removed", args: `{"prompt":"job","agent":"scout"}`, codes: []string{"agent-missing", "system-drift"},
+			want: []string{`agent "scout" is no longer defined (was `},
+			launch: func(t *testing.T, home, proj string) Config {
+				return Config{Profiles: loadProfiles(t, home, map[string]string{"scout": ""})}
+			},
+			resume: func(t *testing.T, fx fixture) Config {
+				if err := os.Remove(filepath.Join(fx.h.cfg.InkHome, "agents", "scout.md")); err != nil {
+					t.Fatal(err)
+				}
+				return Config{Profiles: fixedProfiles{agents.Load(agents.LoadOptions{InkHome: fx.h.cfg.InkHome})}}
+			}},
+		{name: "agent edited", args: `{"prompt":"job","agent":"scout"}`, codes: []string{"agent-drift", "system-drift"},
+			want: []string{`agent "scout" changed since launch`},
+			launch: func(t *testing.T, home, proj string) Config {
+				return Config{Profiles: loadProfiles(t, home, map[string]string{"scout": ""})}
+			},
+			resume: func(t *testing.T, fx fixture) Config {
+				p := filepath.Join(fx.h.cfg.InkHome, "agents", "scout.md")
+				if err := os.WriteFile(p, []byte("---\nname: scout\ndescription: the scout agent\n---\nYou are a different scout.\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return Config{Profiles: fixedProfiles{agents.Load(agents.LoadOptions{InkHome: fx.h.cfg.InkHome})}}
+			}},
+		{name: "another agent advertised", codes: []string{"system-drift"},
+			want: []string{"the assembled system prompt changed since launch"},
+			launch: func(t *testing.T, home, proj string) Config {
+				return Config{Profiles: loadProfiles(t, home, map[string]string{"scout": ""})}
+			},
+			resume: func(t *testing.T, fx fixture) Config {
+				return Config{Profiles: loadProfiles(t, fx.h.cfg.InkHome, map[string]string{"scout": "", "fixer": ""})}
+			}},
+		{name: "project instructions edited", codes: []string{"system-drift", "prompt-files-drift"},
+			want: []string{"the project instructions " + "%[1]s/AGENTS.md changed or are gone since launch"},
+			launch: func(t *testing.T, home, proj string) Config {
+				if err := os.WriteFile(filepath.Join(proj, "AGENTS.md"), []byte("Run the tests.\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return Config{}
+			},
+			mutate: func(t *testing.T, fx fixture) {
+				if err := os.WriteFile(filepath.Join(fx.proj, "AGENTS.md"), []byte("Never run the tests.\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "deeper tree", codes: []string{"tools-drift"},
+			want:   []string{"launched with tools [bash, edit, find, grep, ls, read, write], would now get [bash, edit, find, grep, ls, read, task, write]; restore the profile's tools: line or the --max-depth 1 it ran under"},
+			resume: func(t *testing.T, fx fixture) Config { return Config{MaxDepth: 2} }},
+		{name: "another model", codes: []string{"model-drift"},
+			want: []string{"launched on " + testBinding.String() + ", would now run on script:/ink-test/other.yaml; resume it on the model it was launched on (--model " + testBinding.String() + ")"},
+			resume: func(t *testing.T, fx fixture) Config {
+				return Config{Binding: model.Binding{Provider: "script", Model: "/ink-test/other.yaml"}}
+			}},
+		{name: "another directory", codes: []string{"cwd-drift", "system-drift"},
+			want:   []string{"launched in %[1]s, the parent now works in "},
+			resume: func(t *testing.T, fx fixture) Config { return Config{Cwd: t.TempDir()} }},
+		{name: "directory gone", codes: []string{"cwd-missing"},
+			want: []string{"the child's directory %[1]s is gone; put it back to resume the child"},
+			mutate: func(t *testing.T, fx fixture) {
+				if err := os.Remove(fx.proj); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "directory replaced by a file", codes: []string{"cwd-not-directory"},
+			mutate: func(t *testing.T, fx fixture) {
+				if err := os.Remove(fx.proj); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(fx.proj, []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "header without a launch record", codes: []string{"missing-launch"},
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch = nil })
+			}},
+		{name: "child of another session", codes: []string{"not-owned"},
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) {
+					h.Parent = "01someoneelse"
+					h.Launch.ParentSessionID = "01someoneelse"
+				})
+			}},
+		{name: "worktree removed", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-missing", "cwd-missing"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				runGit(t, fx.proj, "worktree", "remove", "--force", fx.child.Root)
+			}},
+		{name: "worktree on another branch", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-branch-swapped"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				runGit(t, fx.child.Root, "checkout", "-q", "-b", "elsewhere")
+			}},
+		{name: "worktree history replaced", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-history-replaced"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				runGit(t, fx.child.Root, "checkout", "-q", "--orphan", "tmp")
+				runGit(t, fx.child.Root, "commit", "-q", "--allow-empty", "-m", "unrelated")
+				runGit(t, fx.child.Root, "branch", "-q", "-f", "ink/"+fx.child.SessionID, "tmp")
+				runGit(t, fx.child.Root, "checkout", "-q", "ink/"+fx.child.SessionID)
+			}},
+		{name: "worktree cwd outside it", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-cwd-outside"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Cwd = fx.proj })
+			}},
+		{name: "worktree no longer registered", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-unregistered"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				admin := runGit(t, fx.child.Root, "rev-parse", "--absolute-git-dir")
+				if err := os.RemoveAll(admin); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "worktree repository gone", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-repo-missing"},
+			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Worktree.RepoRoot = filepath.Join(fx.proj, "gone") })
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			proj := filepath.Join(t.TempDir(), "proj")
+			if err := os.Mkdir(proj, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if p, err := filepath.EvalSymlinks(proj); err == nil {
+				proj = p
+			}
+			cfg := Config{}
+			if tc.launch != nil {
+				cfg = tc.launch(t, home, proj)
+			}
+			cfg.InkHome, cfg.Cwd, cfg.MaxDepth = home, proj, 1
+			args := tc.args
+			if args == "" {
+				args = `{"prompt":"job"}`
+			}
+			child := tc.child
+			if child == nil {
+				child = completes("done", model.Usage{Input: 3, Output: 1})
+			}
+			main := delegates(args)
+			if tc.mainDie {
+				// The main agent's worker dies before it records the
+				// child's result.
+				main = func(w *fakeWorker) {
+					if w.Start() && w.CallTasks(taskCallOf("call-1", args)) && w.Request("call-1", args) {
+						if _, ok := w.AwaitAnswer("call-1"); ok {
+							w.Die("SIGKILL")
+						}
+					}
+				}
+			}
+			h := newHarness(t, cfg, cast{main: main, child: child}.play)
+			res := h.run(t, RunOptions{Prompt: "p"})
+			cw := h.l.byLabel("main/1")
+			if cw == nil {
+				t.Fatalf("no child launched: %s", h.rec.dump())
+			}
+			fx := fixture{h: h, main: res, child: cw.Spec, proj: proj}
+			if tc.mutate != nil {
+				tc.mutate(t, fx)
+			}
+			rcfg := Config{}
+			if tc.resume != nil {
+				rcfg = tc.resume(t, fx)
+			}
+			if rcfg.Profiles == nil {
+				rcfg.Profiles = cfg.Profiles
+			}
+			if rcfg.Cwd == "" {
+				rcfg.Cwd = proj
+			}
+			if rcfg.MaxDepth == 0 {
+				rcfg.MaxDepth = 1
+			}
+			rcfg.InkHome = home
+			beforeHome, beforeProj := snapshot(t, home), snapshotIfDir(t, proj)
+
+			sh := newHarness(t, rcfg, func(w *fakeWorker) { t.Errorf("a worker started for a refused resume") })
+			got := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(cw.Spec.SessionID)}, Parent: res.SessionID})
+			if got.Status != StatusRejected || !got.IsError || got.ParentSession != "" {
+				t.Fatalf("resume = %+v", got)
+			}
+			c := got.Content
+			if !strings.HasPrefix(c, fmt.Sprintf("cannot resume child %q:\n- ", cw.Spec.SessionID)) || !strings.HasSuffix(c, "\nStart a new task instead.") {
+				t.Errorf("refusal is not in the documented form:\n%s", c)
+			}
+			var codes []string
+			for _, l := range strings.Split(c, "\n") {
+				if code, _, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": "); ok && strings.HasPrefix(l, "- ") {
+					codes = append(codes, code)
+				}
+			}
+			for _, code := range tc.codes {
+				if !contains(codes, code) {
+					t.Errorf("refusal lacks code %s (has %v):\n%s", code, codes, c)
+				}
+			}
+			for _, w := range tc.want {
+				if strings.Contains(w, "%[1]s") {
+					w = fmt.Sprintf(w, proj)
+				}
+				if !strings.Contains(c, w) {
+					t.Errorf("refusal lacks %q:\n%s", w, c)
+				}
+			}
+			if !reflect.DeepEqual(snapshot(t, home), beforeHome) || !reflect.DeepEqual(snapshotIfDir(t, proj), beforeProj) {
+				t.Error("a refused resume changed files")
+			}
+		})
+	}
+}
+
+// gitInit makes dir a repository with one commit.
+func gitInit(t testing.TB, dir string) {
+	t.Helper()
+	runGit(t, dir, "init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "add", "README")
+	runGit(t, dir, "commit", "-q", "-m", "first")
+}
+
+// snapshotIfDir is snapshot of dir, or its plain content when it is no
+// directory (nil when absent).
+func snapshotIfDir(t testing.TB, dir string) map[string]string {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return nil
+	case !fi.IsDir():
+		data, _ := os.ReadFile(dir)
+		return map[string]string{dir: string(data)}
+	}
+	return snapshot(t, dir)
+}
+
+// TestResumeRefusedByTheWorker: a resume that passed validation can still
+// be refused by the worker under the lease (another ink took the child
+// first); the answer is a refusal with the worker's code and the child's
+// transcript is not changed.
+func TestResumeRefusedByTheWorker(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ reason, want string }{
+		{"still-running: lease on x held by pid 7", "- still-running: lease on x held by pid 7\nStart a new task instead."},
+		{"the transcript changed underneath", "- malformed: the transcript changed underneath\nStart a new task instead."},
+	} {
+		h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
+		before, _ := os.ReadFile(child.Spec.Transcript)
+		sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
+			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: tc.reason})
+		})
+		res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
+		if res.Status != StatusRejected || !strings.HasPrefix(res.Content, fmt.Sprintf("cannot resume child %q:", child.Spec.SessionID)) || !strings.HasSuffix(res.Content, tc.want) {
+			t.Errorf("refusal = %q, want suffix %q", res.Content, tc.want)
+		}
+		if err := res.Record.Validate(); err != nil {
+			t.Errorf("the refusal's record does not validate: %v", err)
+		}
+		if after, _ := os.ReadFile(child.Spec.Transcript); !bytes.Equal(before, after) {
+			t.Error("the child's transcript changed")
+		}
+	}
+}
