@@ -114,7 +114,7 @@ func TestContinueAnswersOpenTaskCalls(t *testing.T) {
 			if err != nil || session.ScanPairs(tr.Messages).State != session.Consistent {
 				t.Fatalf("main transcript after the continue: %v", err)
 			}
-			if got := childAnswers(tr); len(got) != 0 {
+			if got := childAnswers(t.Context(), t.TempDir(), tr); len(got) != 0 {
 				t.Errorf("answered calls are answered again: %d", len(got))
 			}
 		})
@@ -239,7 +239,7 @@ func TestChildAnswersUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]ipc.Answer{}
-	for _, a := range childAnswers(tr) {
+	for _, a := range childAnswers(t.Context(), t.TempDir(), tr) {
 		got[a.Message.Results[0].ToolCallID] = a
 	}
 	content := func(id string) string {

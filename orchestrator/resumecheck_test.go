@@ -84,10 +84,11 @@ func TestResumeRefusals(t *testing.T) {
 		mainDie bool
 		// mutate changes the world after the launch; resume is the
 		// resuming orchestrator's configuration (its InkHome is set).
-		mutate func(t *testing.T, fx fixture)
-		resume func(t *testing.T, fx fixture) Config
-		codes  []string
-		want   []string
+		mutate   func(t *testing.T, fx fixture)
+		resume   func(t *testing.T, fx fixture) Config
+		codes    []string
+		notCodes []string // codes the refusal must not repeat
+		want     []string
 	}{
 		{name: "still running", codes: []string{"still-running"},
 			want: []string{fmt.Sprintf("the child is still running (pid %d holds its lease); wait for it to finish, or see `ink leases ls`", os.Getpid())},
@@ -202,7 +203,7 @@ func TestResumeRefusals(t *testing.T) {
 					h.Launch.ParentSessionID = "01someoneelse"
 				})
 			}},
-		{name: "worktree removed", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-missing", "cwd-missing"},
+		{name: "worktree removed", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-missing"}, notCodes: []string{"cwd-missing"},
 			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
 			mutate: func(t *testing.T, fx fixture) {
 				runGit(t, fx.proj, "worktree", "remove", "--force", fx.child.Root)
@@ -318,6 +319,11 @@ func TestResumeRefusals(t *testing.T) {
 			for _, code := range tc.codes {
 				if !contains(codes, code) {
 					t.Errorf("refusal lacks code %s (has %v):\n%s", code, codes, c)
+				}
+			}
+			for _, code := range tc.notCodes {
+				if contains(codes, code) {
+					t.Errorf("refusal has code %s, which says the same thing again:\n%s", code, c)
 				}
 			}
 			for _, w := range tc.want {

@@ -55,6 +55,9 @@ func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (rel
 		return w.release, nil
 	}
 	me := &waiter{ticket: ticket, ready: make(chan struct{})}
+	// Queued means the window is full; waiting a moment for a call that
+	// comes first is not.
+	full := w.free == 0
 	w.waiting = append(w.waiting, me)
 	sort.SliceStable(w.waiting, func(i, j int) bool { return w.waiting[i].ticket < w.waiting[j].ticket })
 	w.admit()
@@ -64,7 +67,7 @@ func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (rel
 		return w.release, nil
 	default:
 	}
-	if queued != nil {
+	if queued != nil && full {
 		queued()
 	}
 	select {
