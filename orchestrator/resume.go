@@ -134,7 +134,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// Model.
 	binding := parent.binding
 	if prof != nil {
-		if b, err := profileBinding(*prof, parent.binding); err == nil {
+		if b, _, err := profileBinding(o.profileSet(), *prof, parent.binding); err == nil {
 			binding = b
 		}
 	}
@@ -143,10 +143,8 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 
 	// Tools.
-	pool, err := o.childTools(parent, prof)
-	if err != nil {
-		add("tools-drift", "%v", err)
-	} else if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
+	pool, _ := o.childTools(parent, prof)
+	if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
 		add("tools-drift", "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
 	}
 

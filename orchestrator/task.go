@@ -151,9 +151,12 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 	// 2. Model binding.
 	binding := parent.binding
 	if prof != nil {
-		b, err := profileBinding(*prof, parent.binding)
+		b, note, err := profileBinding(o.profileSet(), *prof, parent.binding)
 		if err != nil {
 			return o.reject(parent, callID, args, "task: "+err.Error())
+		}
+		if note != "" {
+			o.Warn(label, note)
 		}
 		if b.Provider != "script" && b != parent.binding {
 			// The profile's own provider must be usable (its key set)
@@ -187,19 +190,10 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, callID string
 		wt = &rec
 		cwd, root = rec.Cwd, rec.Path
 	}
-	rollback := func(reason string) taskAnswer {
-		ans := o.reject(parent, callID, args, reason)
-		if wt != nil {
-			if err := worktree.Remove(context.Background(), *wt); err != nil {
-				ans.Content += fmt.Sprintf("\n[task] the worktree made for this task could not be removed: %v", err)
-			}
-		}
-		return ans
-	}
 	// 4. Tool pool.
-	pool, err := o.childTools(parent, prof)
-	if err != nil {
-		return rollback(err.Error())
+	pool, toolNote := o.childTools(parent, prof)
+	if toolNote != "" {
+		o.Warn(label, toolNote)
 	}
 	// 5. Transcript, launch record, system prompt.
 	notice := ""
@@ -392,56 +386,23 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 }
 
 // childTools is the child's pool: the parent's tools minus task (unless the
-// depth allows it), narrowed by the profile's tools in listed order. A
-// profile without a tools line gets that whole pool; one whose listed tools
-// were all dropped (tools ink lacks) gets no tools. A listed tool the pool
-// lacks is a rejection that names what is available.
-func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]string, error) {
+// depth allows it), narrowed by the profile's tools (agents.Profile.ChildTools),
+// and at most one note naming the listed tools the child runs without. A
+// child is never refused for its tools.
+func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]string, string) {
 	var base []string
+	withheld := map[string]string{}
 	for _, t := range parent.tools {
 		if t == "task" && parent.depth+2 > o.cfg.MaxDepth {
+			withheld[t] = fmt.Sprintf("not available at depth %d with --max-depth %d; raise --max-depth to let this agent delegate", parent.depth+1, o.cfg.MaxDepth)
 			continue
 		}
 		base = append(base, t)
 	}
 	if prof == nil {
-		return base, nil
+		return base, ""
 	}
-	var unknown []string
-	unknown = append(unknown, prof.UnknownTools...)
-	if prof.Tools == nil && len(unknown) == 0 {
-		return base, nil
-	}
-	out := []string{}
-	for _, t := range prof.Tools {
-		if contains(base, t) {
-			if !contains(out, t) {
-				out = append(out, t)
-			}
-		} else if !contains(unknown, t) {
-			unknown = append(unknown, t)
-		}
-	}
-	if len(unknown) == 0 {
-		return out, nil
-	}
-	var why []string
-	for _, t := range unknown {
-		switch {
-		case t == "task" && contains(parent.tools, "task"):
-			why = append(why, fmt.Sprintf("task is not available at depth %d with --max-depth %d, raise --max-depth to let this agent delegate", parent.depth+1, o.cfg.MaxDepth))
-		case contains(agents.InkTools, t):
-			why = append(why, fmt.Sprintf("%s is not among the parent's tools", t))
-		default:
-			why = append(why, fmt.Sprintf("ink has no tool %q", t))
-		}
-	}
-	avail := strings.Join(base, ", ")
-	if avail == "" {
-		avail = "none"
-	}
-	return nil, fmt.Errorf("task: agent %q lists tools it cannot have: %s (%s). Available tools: %s. Fix the tools: line of %s, or remove it to give the agent every available tool",
-		prof.Name, strings.Join(unknown, ", "), strings.Join(why, "; "), avail, prof.Source)
+	return prof.ChildTools(base, withheld)
 }
 
 // profile looks a profile up by name in the current profiles (hot reload:
@@ -456,22 +417,24 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 }
 
 // profileBinding resolves a profile's model against its parent's binding
-// (agents.ResolveModel) and gives it its effective endpoint. A relative
-// script:PATH is read from the profile's own directory, and must exist.
-func profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, error) {
-	b, err := agents.ResolveModel(prof, parent)
+// (agents.Set.ResolveModel: Claude aliases, models.yaml) and gives it its
+// effective endpoint, with at most one note for the user (an alias that
+// fell back to the parent's model). A relative script:PATH is read from the
+// profile's own directory, and must exist.
+func profileBinding(set *agents.Set, prof agents.Profile, parent model.Binding) (model.Binding, string, error) {
+	b, note, err := set.ResolveModel(prof, parent)
 	if err != nil {
-		return model.Binding{}, err
+		return model.Binding{}, "", err
 	}
 	if b.Provider == "script" && b != parent {
 		if !filepath.IsAbs(b.Model) {
 			b.Model = filepath.Join(prof.Dir, b.Model)
 		}
 		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
-			return model.Binding{}, fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
+			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
 		}
 	}
-	return providers.Resolve(b, os.Getenv), nil
+	return providers.Resolve(b, os.Getenv), note, nil
 }
 
 // timeoutFor applies DESIGN.md §4 precedence: call > profile > --task-timeout

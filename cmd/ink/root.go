@@ -218,12 +218,7 @@ func profiles(ctx context.Context, home, cwd string, warn func(string)) (orchest
 	}
 	warn(fmt.Sprintf("%v; agent profiles are loaded once, so edits to them need a restart of ink", err))
 	set := agents.Load(opts)
-	for _, p := range set.Problems() {
-		warn("agent file " + p.Error() + "; skipped")
-	}
-	if msg := set.UntrustedMessage(); msg != "" {
-		warn(msg)
-	}
+	agents.Announce(set, home, warn)
 	return fixedProfiles{set}, nil
 }
 
