@@ -162,7 +162,7 @@ func checkBinding(b model.Binding, what string) error {
 	if _, err := providers.Open(b, os.Getenv); err != nil {
 		return usageErr("%v", err)
 	}
-	if u, err := url.Parse(b.BaseURL); err == nil && (u.User != nil || u.Query().Has("key") || u.Query().Has("api-key") || u.Query().Has("api_key")) {
+	if providers.EndpointHasCredentials(b.BaseURL) {
 		return usageErr("%s: the endpoint carries credentials; ink records endpoints in session files, so put the key in the provider's key variable (e.g. OPENAI_API_KEY) and give the URL without it", what)
 	}
 	return nil

@@ -161,6 +161,19 @@ func ollamaRoot(host string) string {
 	return scheme + "://" + hostname + ":" + port
 }
 
+// EndpointHasCredentials reports whether an endpoint URL carries
+// credentials: user info (https://user:pw@host) or a key in its query
+// (?key=, ?api-key=, ?api_key=). ink records endpoints in session files, so
+// it refuses such an endpoint; the key belongs in the provider's variable.
+func EndpointHasCredentials(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	q := u.Query()
+	return u.User != nil || q.Has("key") || q.Has("api-key") || q.Has("api_key")
+}
+
 // isDefaultEndpoint reports whether base is p's public endpoint, the one a
 // key is required for.
 func isDefaultEndpoint(p preset, base string) bool {
