@@ -420,18 +420,19 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 // (agents.Set.ResolveModel: Claude aliases, models.yaml) and gives it its
 // effective endpoint, with at most one note for the user (an alias that
 // fell back to the parent's model). A relative script:PATH is read from the
-// profile's own directory, and must exist.
+// directory of the profile file, and must exist.
 func profileBinding(set *agents.Set, prof agents.Profile, parent model.Binding) (model.Binding, string, error) {
 	b, note, err := set.ResolveModel(prof, parent)
 	if err != nil {
 		return model.Binding{}, "", err
 	}
 	if b.Provider == "script" && b != parent {
+		dir := filepath.Dir(prof.Source) // the profile file's own directory, a subdirectory too
 		if !filepath.IsAbs(b.Model) {
-			b.Model = filepath.Join(prof.Dir, b.Model)
+			b.Model = filepath.Join(dir, b.Model)
 		}
 		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
-			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
+			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, dir, prof.Source)
 		}
 	}
 	return providers.Resolve(b, os.Getenv), note, nil

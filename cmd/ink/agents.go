@@ -126,10 +126,15 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			aliases, _ := set.ModelAliases()
 			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(profileJSON(p))
+				m := profileJSON(p)
+				if on, elsewhere, ok := aliasResolution(p, aliases); ok {
+					m["modelAlias"] = map[string]string{"anthropic": on, "elsewhere": elsewhere}
+				}
+				return json.NewEncoder(os.Stdout).Encode(m)
 			}
-			showProfile(os.Stdout, p)
+			showProfile(os.Stdout, p, aliases)
 			return nil
 		},
 	})
@@ -377,8 +382,24 @@ func quoteName(name string) string {
 	return name
 }
 
+// aliasResolution says what a profile's Claude model alias runs on: on
+// anthropic, and elsewhere (the user's mapping, or the parent's model).
+// ok is false when its model is not an alias.
+func aliasResolution(p agents.Profile, aliases *agents.ModelAliases) (onAnthropic, elsewhere string, ok bool) {
+	alias := strings.ToLower(strings.TrimSpace(p.Model))
+	id, ok := agents.ClaudeModelAliases[alias]
+	if !ok {
+		return "", "", false
+	}
+	elsewhere = "the parent's model (nothing maps it)"
+	if b, from, mapped, _ := aliases.Lookup(alias); mapped {
+		elsewhere = b.String() + " (from " + from + ")"
+	}
+	return "anthropic/" + id, elsewhere, true
+}
+
 // showProfile prints one profile: its fields, ink's notes, then its body.
-func showProfile(w io.Writer, p agents.Profile) {
+func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases) {
 	desc := strings.ReplaceAll(strings.TrimRight(p.Description, "\n"), "\n", "\n             ")
 	fmt.Fprintf(w, "name:        %s\n", p.Name)
 	if p.Slug != "" && p.Slug != p.Name {
@@ -393,7 +414,9 @@ func showProfile(w io.Writer, p agents.Profile) {
 	default:
 		fmt.Fprintf(w, "tools:       %s\n", strings.Join(p.Tools, ", "))
 	}
-	if p.Model != "" {
+	if on, elsewhere, ok := aliasResolution(p, aliases); ok {
+		fmt.Fprintf(w, "model:       %s (%s on anthropic; elsewhere %s)\n", p.Model, on, elsewhere)
+	} else if p.Model != "" {
 		fmt.Fprintf(w, "model:       %s\n", p.Model)
 	}
 	if p.Timeout > 0 {
