@@ -122,16 +122,21 @@ func (w *profileWatcher) run(ctx context.Context) {
 				timer.Reset(reloadDebounce) // events were lost: reload to be sure
 			}
 		case <-timer.C:
-			w.reload(false)
+			if w.reload(false) {
+				// A directory appeared: files written into it before its
+				// watch was added are seen by one more reload.
+				timer.Reset(reloadDebounce)
+			}
 		}
 	}
 }
 
 // reload reloads the trust list (when one is in use: INK_HOME may have
 // been created together with trust.json before its watch was added) and
-// every profile, then brings the watches up to date. The first load
-// announces its warnings (Announce); later ones warn about what is new.
-func (w *profileWatcher) reload(first bool) {
+// every profile, then brings the watches up to date, reporting whether it
+// added one. The first load announces its warnings (Announce); later ones
+// warn about what is new.
+func (w *profileWatcher) reload(first bool) (newWatches bool) {
 	var messages []string
 	if w.opts.Trust != nil && w.opts.InkHome != "" {
 		if t, err := LoadTrust(w.opts.InkHome); err != nil {
@@ -147,7 +152,7 @@ func (w *profileWatcher) reload(first bool) {
 	for _, dir := range out.set.watchDirs {
 		w.treeDirs[filepath.Clean(dir)] = true
 	}
-	w.syncWatches()
+	newWatches = w.syncWatches()
 	w.logger.Debug("agent profiles loaded", "agents", len(out.set.names), "problems", len(out.set.problems))
 
 	if first {
@@ -188,6 +193,7 @@ func (w *profileWatcher) reload(first bool) {
 		warned[msg] = true
 	}
 	w.warned = warned
+	return newWatches
 }
 
 // targets are the profile directories being watched for.
@@ -196,8 +202,8 @@ func (w *profileWatcher) targets() []string { return w.opts.Dirs() }
 // syncWatches watches every profile directory that exists with all its
 // subdirectories, and the nearest existing ancestor of each profile
 // directory (its parent when that exists), and stops watching what is no
-// longer needed.
-func (w *profileWatcher) syncWatches() {
+// longer needed. It reports whether it added a watch.
+func (w *profileWatcher) syncWatches() (added bool) {
 	want := map[string]bool{}
 	for dir := range w.treeDirs {
 		want[dir] = true
@@ -236,7 +242,9 @@ func (w *profileWatcher) syncWatches() {
 			continue
 		}
 		w.watched[path] = true
+		added = true
 	}
+	return added
 }
 
 // relevant reports whether ev may change the loaded profiles: a *.md file
