@@ -56,6 +56,9 @@ func Check(dir string, opts CheckOptions) []Problem {
 			problems = append(problems, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))})
 			continue
 		}
+		if collectionDoc(path, data) {
+			continue
+		}
 		p, found := Lint(path, data)
 		if p.StrictYAML != nil && opts.Strict {
 			strict := *p.StrictYAML

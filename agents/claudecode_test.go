@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,7 @@ func TestLoadAsClaudeCodeLoads(t *testing.T) {
 	copyFixture(t, "ab-test-analyst.md", filepath.Join(claude, "data-collection", "analytics"))
 	copyFixture(t, "python-testing-expert.md", filepath.Join(claude, "data-collection", "testing"))
 	writeFile(t, filepath.Join(claude, "data-collection", "README.md"), "# A collection of agents\n\nCopy them into ~/.claude/agents.\n")
+	writeFile(t, filepath.Join(claude, "data-collection", "analytics", "draft.md"), "name: draft\ndescription: the dashes are missing\n")
 
 	// A checkout elsewhere, linked in; it links back to itself.
 	checkout := filepath.Join(filepath.Dir(l.home), "checkouts", "team-agents")
@@ -60,9 +62,13 @@ func TestLoadAsClaudeCodeLoads(t *testing.T) {
 		t.Fatalf("loaded %s, want %s; problems %v", got, want, set.Problems())
 	}
 
-	// The collection's README is not an agent: it is skipped with a reason.
-	if probs := set.Problems(); len(probs) != 1 || !strings.HasSuffix(probs[0].Path, filepath.Join("data-collection", "README.md")) || probs[0].Reason != reasonNoFrontmatter {
-		t.Errorf("problems %v, want only the README", probs)
+	// The collection's README is not an agent and not a problem; a file
+	// without frontmatter of any other name is skipped with the reason.
+	if probs := set.Problems(); len(probs) != 1 || !strings.HasSuffix(probs[0].Path, filepath.Join("analytics", "draft.md")) || probs[0].Reason != reasonNoFrontmatter {
+		t.Errorf("problems %v, want only the draft", probs)
+	}
+	if probs := Check(claude, CheckOptions{}); len(probs) == 0 || strings.Contains(fmt.Sprint(probs), "README") {
+		t.Errorf("check reports %v", probs)
 	}
 	// The link back is not followed, and said so.
 	if ws := set.Warnings(); len(ws) != 1 || !strings.HasSuffix(ws[0].Path, filepath.Join("team", "leads", "up")) || !strings.Contains(ws[0].Reason, "symbolic link loop") {

@@ -25,7 +25,7 @@ func TestAnnounceWarnsOncePerFileVersion(t *testing.T) {
 	t.Parallel()
 	l := newLayout(t)
 	dir := filepath.Join(l.home, ".claude", "agents")
-	bad1 := filepath.Join(dir, "collection", "README.md")
+	bad1 := filepath.Join(dir, "collection", "notes.md")
 	bad2 := filepath.Join(dir, "slow.md")
 	writeFile(t, bad1, "# Agents\n")
 	writeFile(t, bad2, "---\nname: slow\ndescription: x\ntimeout: soon\n---\n")

@@ -106,9 +106,15 @@ func (opts LoadOptions) projectTrusted() bool {
 	return opts.Trust.Trusted(opts.ProjectRoot)
 }
 
-// Load reads every profile directory of opts. A file that cannot be parsed
-// is skipped and reported in Problems; the rest load. Missing directories
-// are fine. Load never fails as a whole; it is safe for concurrent use.
+// Load reads every profile directory of opts, each recursively (see
+// LoadOptions.Dirs for the order; a later file wins on a name clash, and
+// its Notes name the files it hides). A file that cannot be parsed is
+// skipped and reported in Problems; the rest load. Missing directories are
+// fine; symbolic link loops are reported in Warnings. Each profile's
+// writable: directories are made absolute. The model alias mapping is read
+// with the profiles (Set.ResolveModel); a bad one is kept as an error that
+// only aliases needing it meet. Load never fails as a whole; it is safe for
+// concurrent use.
 func Load(opts LoadOptions) *Set {
 	return load(opts, nil).set
 }
@@ -157,6 +163,9 @@ func load(opts LoadOptions, previous map[string]Profile) loaded {
 		set.warnings = append(set.warnings, tree.warnings...)
 		for _, path := range tree.files {
 			p, err := readProfile(path)
+			if errors.Is(err, errNotAProfile) {
+				continue
+			}
 			if err != nil {
 				var problem Problem
 				if !errors.As(err, &problem) {
@@ -265,6 +274,9 @@ func readProfile(path string) (Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Profile{}, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))}
+	}
+	if collectionDoc(path, data) {
+		return Profile{}, errNotAProfile
 	}
 	return Parse(path, data)
 }

@@ -24,7 +24,7 @@ type profileTree struct {
 // directories. A directory reached twice (a symlink loop, or two links to
 // one place) is read once; a loop gets a warning. Hidden files and
 // directories (a leading '.', such as editor swap files or .git) are
-// skipped. Paths are as reached from dir (through the links), sorted so
+// skipped; so are, later, a collection's README.md and such (collectionDoc). Paths are as reached from dir (through the links), sorted so
 // that a directory's own files come before its subdirectories'. A missing
 // dir holds nothing; an unreadable dir is a problem; an unreadable
 // subdirectory is a warning and the rest is read.
@@ -103,6 +103,29 @@ func isAncestorOrSelf(real, path string) bool {
 		return false
 	}
 	return resolved == real || strings.HasPrefix(resolved+string(filepath.Separator), real+string(filepath.Separator))
+}
+
+// errNotAProfile marks a file that is documentation shipped beside the
+// agents, not an agent (see collectionDoc).
+var errNotAProfile = errors.New("not an agent profile")
+
+// collectionDocNames are the names (lower case, without .md) of the
+// documents agent collections ship beside their agents.
+var collectionDocNames = map[string]bool{
+	"readme": true, "changelog": true, "contributing": true, "license": true,
+	"code_of_conduct": true, "security": true, "claude": true, "agents": true,
+}
+
+// collectionDoc reports whether path is such a document (README.md, …)
+// without frontmatter: it is not an agent, so it is neither loaded nor
+// reported. With a frontmatter it is read as any profile.
+func collectionDoc(path string, data []byte) bool {
+	name := strings.ToLower(strings.TrimSuffix(filepath.Base(path), ".md"))
+	if !collectionDocNames[name] {
+		return false
+	}
+	_, _, reason, ok := splitFrontmatter(data)
+	return !ok && reason == reasonNoFrontmatter
 }
 
 func unwrapPathError(err error) error {

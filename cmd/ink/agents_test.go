@@ -268,6 +268,7 @@ model: sonnet
 You write focused pytest tests.
 `)
 	putProfileFile(t, filepath.Join(claude, "collection", "README.md"), "# A collection of agents\n")
+	putProfileFile(t, filepath.Join(claude, "collection", "notes.md"), "Agents to write some day.\n")
 	checkout := filepath.Join(filepath.Dir(e.home), "checkout")
 	putProfileFile(t, filepath.Join(checkout, "ops", "deployer.md"), "---\nname: deployer\ndescription: deploys\nmodel: haiku\ntools: Bash, LSP\n---\n")
 	if err := os.Symlink(checkout, filepath.Join(claude, "linked")); err != nil {
@@ -318,9 +319,9 @@ You write focused pytest tests.
 	if strings.Join(l.Tools, ",") != "grep,read" || l.Agent == nil || l.Agent.Name != "Python Testing Expert" || l.Binding.Provider != "script" {
 		t.Errorf("launch tools %v agent %+v binding %+v", l.Tools, l.Agent, l.Binding)
 	}
-	readme := filepath.Join(claude, "collection", "README.md")
+	skipped := filepath.Join(claude, "collection", "notes.md") // README.md is no agent and not warned about
 	for _, want := range [][]string{
-		{"agent file " + readme + ":1: no frontmatter"},
+		{"agent file " + skipped + ":1: no frontmatter"},
 		{"1 agent file skipped — run `ink agents check`"},
 		{`agent "Python Testing Expert" runs without some tools it lists: TaskList, TaskUpdate, SendMessage, WebFetch (Claude Code tools ink lacks)`},
 		{`model "sonnet" is a Claude alias and nothing maps it for script, so it runs on its parent's model`, "INK_MODEL_SONNET"},
@@ -336,7 +337,7 @@ You write focused pytest tests.
 	if got := ofType(evs, "run.end")[0]["text"]; got != "deployer ran on the main script" {
 		t.Fatalf("run.end text %q", got)
 	}
-	if hasWarning(evs, "agent file "+readme) || !hasWarning(evs, "1 agent file skipped") {
+	if hasWarning(evs, "agent file "+skipped) || !hasWarning(evs, "1 agent file skipped") {
 		t.Errorf("second run warnings %q: want the summary only", warnings(evs))
 	}
 	if !hasWarning(evs, `agent "deployer" runs without some tools it lists: LSP`) {
