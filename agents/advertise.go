@@ -9,31 +9,36 @@ import (
 
 // Limits of the block Advertise renders.
 const (
-	// AdvertiseMaxAgents is the most agents the block lists.
-	AdvertiseMaxAgents = 16
 	// AdvertiseMaxDescription is the most bytes of one description.
-	AdvertiseMaxDescription = 512
-	// AdvertiseMaxBytes is the most bytes of the whole block.
-	AdvertiseMaxBytes = 12 * 1024
+	AdvertiseMaxDescription = 1024
+	// AdvertiseMaxBytes is the budget of the whole block: descriptions are
+	// shortened so that it fits. Names are never dropped, so a set of
+	// thousands of agents may pass it with names alone.
+	AdvertiseMaxBytes = 24 * 1024
 )
+
+// minDescription is the shortest cut of a description worth showing;
+// below it, agents are listed by name alone.
+const minDescription = 16
 
 const advertiseHeader = "# Agents\n\n"
 
 // Advertise renders the block of the main agent's system prompt that lists
-// the agents a task call may name: at most AdvertiseMaxAgents lines
-// "- name: description", sorted by name, each description on one line
-// (whitespace and control characters collapsed) and at most
-// AdvertiseMaxDescription bytes, the whole block at most AdvertiseMaxBytes,
-// then how many were left out. When no agent loads it says why: project
-// agents that are not trusted (and how to trust them), or none defined (and
-// where to define one). The block ends with a newline.
+// the agents a task call may name: every loaded agent, sorted by name, as
+// "- name: description", each description on one line (whitespace and
+// control characters collapsed). Descriptions are shortened, longest
+// first, so that the block fits AdvertiseMaxBytes, and none is longer than
+// AdvertiseMaxDescription; when even short descriptions do not fit, the
+// agents are listed by name alone. When no agent loads it says why:
+// project agents that are not trusted (and how to trust them), or none
+// defined (and where to define one). The block ends with a newline.
 func Advertise(s *Set) string {
-	return advertise(s, advertiseLimits{agents: AdvertiseMaxAgents, description: AdvertiseMaxDescription, total: AdvertiseMaxBytes})
+	return advertise(s, advertiseLimits{description: AdvertiseMaxDescription, total: AdvertiseMaxBytes})
 }
 
 // advertiseLimits are Advertise's caps; tests lower them.
 type advertiseLimits struct {
-	agents, description, total int
+	description, total int
 }
 
 func advertise(s *Set, limits advertiseLimits) string {
@@ -50,30 +55,59 @@ func advertise(s *Set, limits advertiseLimits) string {
 		return b.String()
 	}
 	b.WriteString("Give one of these names as `agent` in a task call to hand the work to that agent:\n")
-
-	var footer strings.Builder
+	footer := ""
 	if untrusted != "" {
-		fmt.Fprintf(&footer, "Not loaded: %s.\n", untrusted)
+		// Only extremely long project paths make this note long; it never
+		// takes more than a quarter of the budget.
+		footer = capBlock(fmt.Sprintf("Not loaded: %s.\n", untrusted), limits.total/4)
 	}
-	// Reserve room for the longest omission line this list could need.
-	reserve := footer.Len() + len(omittedLine(len(all)))
-	shown := 0
-	for _, p := range all {
-		if shown == limits.agents {
-			break
+	descs := make([]string, len(all))
+	fixed := b.Len() + len(footer)
+	for i, p := range all {
+		descs[i] = collapseDescription(p.Description, limits.description)
+		fixed += len("- ") + len(p.Name) + len(": ") + len("\n")
+	}
+	cut, whole := fitDescriptions(descs, limits.total-fixed)
+	for i, p := range all {
+		if !whole && cut < minDescription {
+			b.WriteString("- " + p.Name + "\n")
+			continue
 		}
-		line := "- " + p.Name + ": " + collapseDescription(p.Description, limits.description) + "\n"
-		if b.Len()+len(line)+reserve > limits.total {
-			break
+		b.WriteString("- " + p.Name + ": " + truncateUTF8(descs[i], cut) + "\n")
+	}
+	b.WriteString(footer)
+	return b.String()
+}
+
+// fitDescriptions returns the largest cut (in bytes) such that the
+// descriptions, each cut to at most that many bytes, fit in budget bytes
+// together; the longest descriptions are shortened first, short ones are
+// kept whole. whole reports that no description needs cutting.
+func fitDescriptions(descs []string, budget int) (cut int, whole bool) {
+	longest := 0
+	for _, d := range descs {
+		longest = max(longest, len(d))
+	}
+	total := func(cut int) int {
+		sum := 0
+		for _, d := range descs {
+			sum += min(len(d), cut)
 		}
-		b.WriteString(line)
-		shown++
+		return sum
 	}
-	if omitted := len(all) - shown; omitted > 0 {
-		b.WriteString(omittedLine(omitted))
+	if total(longest) <= budget {
+		return longest, true
 	}
-	b.WriteString(footer.String())
-	return capBlock(b.String(), limits.total)
+	lo, hi := 0, longest // total(lo) fits, total(hi) does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if total(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, false
 }
 
 // capBlock cuts a block that is still too long (only a note on untrusted
@@ -84,13 +118,6 @@ func capBlock(block string, max int) string {
 		return block
 	}
 	return truncateUTF8(strings.TrimSuffix(block, "\n"), max-1) + "\n"
-}
-
-func omittedLine(n int) string {
-	if n == 1 {
-		return "(1 more agent omitted; see `ink agents ls`)\n"
-	}
-	return fmt.Sprintf("(%d more agents omitted; see `ink agents ls`)\n", n)
 }
 
 // collapseDescription puts a description on one line: every run of

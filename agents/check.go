@@ -1,21 +1,39 @@
 package agents
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"sort"
+
+	"github.com/inkdev/ink/model"
 )
 
-// Check lists every problem of the profile files in dir, in file order: each
-// file that cannot be parsed, each file whose tools: line names tools
-// nobody knows (Profile.UnknownTools: a task with that agent is refused),
-// and each name defined by more than one file there (the later file wins
-// when loaded). A missing or unreadable dir is a
-// problem too. An empty result means every file loads. Notes (dropped tools,
-// ignored fields) are not problems; Load's profiles carry them.
-func Check(dir string) []Problem {
+// CheckOptions says how strictly Check reads.
+type CheckOptions struct {
+	// Strict reports a frontmatter that is not valid YAML as an error even
+	// when ink (like Claude Code) can read it line by line.
+	Strict bool
+	// Aliases is the user's model alias mapping; a profile whose model is a
+	// Claude alias that it does not map gets a warning. nil maps nothing.
+	Aliases *ModelAliases
+	// Parent is the model the agents' parent runs on, when known (such as
+	// `--model`); a Claude alias on anthropic needs no mapping, so it gets
+	// no warning then. nil when unknown.
+	Parent *model.Binding
+}
+
+// Check lists every problem of the profile files under dir (read
+// recursively, as Load reads it), file by file in walk order, each file's
+// problems by line: errors (the file is skipped when loaded: no
+// frontmatter, a missing name, a bad field, and with opts.Strict a
+// frontmatter that is not valid YAML) and warnings (the file loads, but
+// something is dropped or ignored: tools ink lacks, unknown fields, a Claude
+// model alias that falls back to the parent's model, a name also used by an
+// earlier file, a symbolic link loop). A missing or unreadable dir is an
+// error too. An empty result means every file loads as written. Safe for
+// concurrent use.
+func Check(dir string, opts CheckOptions) []Problem {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -26,27 +44,38 @@ func Check(dir string) []Problem {
 	if !info.IsDir() {
 		return []Problem{{Path: dir, Reason: "not a directory; give a directory of NAME.md profile files"}}
 	}
-	files, problem := profileFiles(dir)
+	tree, problem := walkProfiles(dir)
 	if problem != nil {
 		return []Problem{*problem}
 	}
-	var problems []Problem
+	problems := append([]Problem(nil), tree.warnings...)
 	firstSource := map[string]string{}
-	for _, path := range files {
-		p, err := readProfile(path)
+	for _, path := range tree.files {
+		data, err := os.ReadFile(path)
 		if err != nil {
-			var pr Problem
-			if !errors.As(err, &pr) {
-				pr = Problem{Path: path, Reason: err.Error()}
-			}
-			problems = append(problems, pr)
+			problems = append(problems, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))})
 			continue
 		}
-		if len(p.UnknownTools) > 0 {
-			problems = append(problems, Problem{Path: path, Line: fieldLine(p, "tools:"), Reason: fmt.Sprintf("unknown tools %s (ink's tools: %s); a task with this agent is refused until the tools: line is fixed", strings.Join(p.UnknownTools, ", "), strings.Join(InkTools, ", "))})
+		if collectionDoc(path, data) {
+			continue
+		}
+		p, found := Lint(path, data)
+		if p.StrictYAML != nil && opts.Strict {
+			strict := *p.StrictYAML
+			strict.Reason += " (Claude Code and ink still read it line by line; fix it for other YAML readers)"
+			found = append([]Problem{strict}, found...)
+			sort.SliceStable(found, func(i, j int) bool { return found[i].Line < found[j].Line })
+		}
+		problems = append(problems, found...)
+		if p.Name == "" {
+			continue // not loaded: its errors are above
+		}
+		if fallback := AliasFallback(p, opts.Aliases); fallback != "" && (opts.Parent == nil || opts.Parent.Provider != "anthropic") {
+			problems = append(problems, Problem{Path: path, Line: fieldLine(data, "model"), Reason: fallback, Warning: true})
 		}
 		if first, ok := firstSource[p.Name]; ok {
-			problems = append(problems, Problem{Path: path, Line: fieldLine(p, "name:"), Reason: fmt.Sprintf("name %q is also used by %s; only this file is loaded, rename one of them", p.Name, first)})
+			problems = append(problems, Problem{Path: path, Line: fieldLine(data, "name"), Warning: true,
+				Reason: fmt.Sprintf("name %q is also used by %s; this later file is the one loaded (rename one of them to keep both)", p.Name, first)})
 			continue
 		}
 		firstSource[p.Name] = path
@@ -54,21 +83,12 @@ func Check(dir string) []Problem {
 	return problems
 }
 
-// fieldLine finds the file line of the frontmatter field that starts with
-// prefix (such as "name:"), 0 if it is not found.
-func fieldLine(p Profile, prefix string) int {
-	data, err := os.ReadFile(p.Source)
-	if err != nil {
-		return 0
-	}
+// fieldLine finds the file line of the top-level frontmatter field key, 0
+// when it is not found.
+func fieldLine(data []byte, key string) int {
 	front, _, _, ok := splitFrontmatter(data)
 	if !ok {
 		return 0
 	}
-	for i, text := range strings.Split(front, "\n") {
-		if strings.HasPrefix(text, prefix) {
-			return i + 1 + frontmatterOpenerLine
-		}
-	}
-	return 0
+	return keySpans(front)[key].line
 }

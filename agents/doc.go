@@ -1,15 +1,34 @@
 // Package agents owns ink's agent profiles: the Markdown files with a YAML
 // frontmatter that name a child agent, describe it, narrow its tools and pick
-// its model, timeout, worktree and thinking level.
+// its model, timeout, worktree, thinking level and bash sandbox.
 //
-// It parses profiles (Parse), including Claude Code files as they are;
-// resolves a profile's model against its parent's binding (ResolveModel);
-// loads the four profile directories in order, later ones winning on a name
-// clash (Load), and finds one by name with an error that says what to do
-// when it is missing (Set.Lookup); keeps the list of trusted project roots in
-// $INK_HOME/trust.json (LoadTrust); renders the block that advertises agents
-// in the main agent's system prompt (Advertise); lints a directory (Check);
-// and reloads profiles when their directories change (Watch).
+// It reads profiles as Claude Code reads them, so that agents installed for
+// Claude Code work unchanged:
+//   - Load reads four directories in order, later ones winning on a name
+//     clash (~/.ink/agents, ~/.claude/agents, <project>/.claude/agents,
+//     <project>/.ink/agents), each recursively (**/*.md), following
+//     symbolic links to directories once (a loop is warned about, not
+//     followed). Project directories load only when the project is trusted
+//     (LoadTrust, $INK_HOME/trust.json).
+//   - Parse reads strict YAML and, where that fails, the top-level
+//     "key: value" lines one by one; a name may hold spaces (it is also
+//     reached by its Slug); a closing fence may be a long rule of dashes.
+//     Lint lists every problem of a file; Check lists them for a directory,
+//     errors apart from warnings.
+//   - Claude Code tool names map to ink's; the tools ink lacks are dropped
+//     with one note, never refused (Profile.ChildTools narrows a child's
+//     pool at task time the same way).
+//   - Claude Code's model aliases resolve to the models Claude Code uses on
+//     anthropic, and elsewhere through $INK_HOME/models.yaml or the
+//     INK_MODEL_<ALIAS> variables, else to the parent's model with a note
+//     (ResolveModel, ModelAliases).
+//
+// It also finds a profile by name, or says which names are closest and why
+// a file of that name was skipped (Set.Lookup); renders the block that names
+// every agent in the main agent's system prompt within a budget (Advertise);
+// warns about skipped files once per file version, remembered in
+// $INK_HOME/agent-warnings.json (Announce); and reloads profiles when their
+// directories change (Watch).
 //
 // The package imports no other ink package except model, for bindings.
 package agents

@@ -2,7 +2,10 @@ package agents
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
+
+	"github.com/goccy/go-yaml"
 )
 
 // Reasons for a file whose frontmatter cannot be found. They are part of
@@ -21,15 +24,18 @@ const (
 )
 
 // splitFrontmatter separates a profile file into its YAML frontmatter and its
-// body. It tolerates a UTF-8 byte order mark, CRLF line endings and a missing
-// final newline; the delimiter lines may carry trailing blanks. Both results
-// use LF line endings. On failure it returns the reason and false.
+// body. The file opens with a line "---"; the frontmatter ends at the next
+// line of three or more dashes (Claude Code files sometimes close it with a
+// long rule such as "-----"). It tolerates a UTF-8 byte order mark, CRLF line
+// endings and a missing final newline; the delimiter lines may carry
+// trailing blanks. Both results use LF line endings. On failure it returns
+// the reason and false.
 func splitFrontmatter(data []byte) (front, body string, reason string, ok bool) {
 	data = bytes.TrimPrefix(data, []byte(utf8ByteOrderMark))
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 
 	first, rest, _ := strings.Cut(text, "\n")
-	if !isDelimiter(first) {
+	if strings.TrimRight(first, " \t\r") != frontmatterDelimiter {
 		return "", "", reasonNoFrontmatter, false
 	}
 	// Walk the remaining lines looking for the closing delimiter, tracking
@@ -37,7 +43,7 @@ func splitFrontmatter(data []byte) (front, body string, reason string, ok bool) 
 	offset := 0
 	for offset <= len(rest) {
 		line, _, found := strings.Cut(rest[offset:], "\n")
-		if isDelimiter(line) {
+		if isClosingFence(line) {
 			front = rest[:offset]
 			after := offset + len(line)
 			if found {
@@ -53,7 +59,87 @@ func splitFrontmatter(data []byte) (front, body string, reason string, ok bool) 
 	return "", "", reasonUnterminated, false
 }
 
-// isDelimiter reports whether line is "---", ignoring trailing blanks.
-func isDelimiter(line string) bool {
-	return strings.TrimRight(line, " \t\r") == frontmatterDelimiter
+// isClosingFence reports whether line is three or more dashes, ignoring
+// trailing blanks.
+func isClosingFence(line string) bool {
+	line = strings.TrimRight(line, " \t\r")
+	return len(line) >= len(frontmatterDelimiter) && strings.Trim(line, "-") == ""
+}
+
+// field is one top-level frontmatter field: its key, its value as YAML
+// decodes it, and the file line of the key.
+type field struct {
+	key   string
+	value any
+	line  int
+	// raw is the value as written: the rest of the key's line and the
+	// indented lines under it, for messages.
+	raw string
+}
+
+// topLevelKey matches a line that starts a top-level field in the tolerant
+// reading: a key at the start of the line, a colon, then the rest.
+var topLevelKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$`)
+
+// lenientFields reads a frontmatter that strict YAML rejected the way
+// Claude Code still reads it: as top-level "key: value" lines. Each field
+// (its key line plus the indented lines under it, such as a block scalar or
+// a list) is read as YAML on its own; a one-line field that is still not
+// YAML (typically a description with ": " inside) keeps the rest of its
+// line, trimmed, as its value. Blank lines and comment lines are skipped.
+//
+// It is no more lenient than that: a line that is neither a key line, an
+// indented line under one, a blank line nor a comment, an indented block
+// that is not YAML, or a key given twice, makes it fail (ok false), and the
+// strict YAML error stands.
+func lenientFields(front string) (fields []field, ok bool) {
+	lines := strings.Split(front, "\n")
+	seen := map[string]bool{}
+	for i := 0; i < len(lines); {
+		line := strings.TrimRight(lines[i], " \t")
+		if line == "" || strings.HasPrefix(line, "#") {
+			i++
+			continue
+		}
+		m := topLevelKey.FindStringSubmatch(line)
+		if m == nil {
+			return nil, false // an indented line with no key above it, or not a key line
+		}
+		key, rest := m[1], strings.TrimSpace(m[2])
+		if seen[key] {
+			return nil, false
+		}
+		seen[key] = true
+		start := i
+		i++
+		for i < len(lines) && (strings.TrimSpace(lines[i]) == "" || startsIndented(lines[i])) {
+			i++
+		}
+		// Trailing blank lines belong to no field.
+		end := i
+		for end > start+1 && strings.TrimSpace(lines[end-1]) == "" {
+			end--
+		}
+		snippet := strings.Join(lines[start:end], "\n")
+		raw := strings.TrimSpace(strings.TrimPrefix(snippet, key+":"))
+		var ms yaml.MapSlice
+		err := yaml.UnmarshalWithOptions([]byte(snippet), &ms)
+		switch {
+		case err == nil && len(ms) == 1:
+			fields = append(fields, field{key: key, value: ms[0].Value, line: start + 1 + frontmatterOpenerLine, raw: raw})
+		case end == start+1:
+			var value any
+			if rest != "" {
+				value = rest
+			}
+			fields = append(fields, field{key: key, value: value, line: start + 1 + frontmatterOpenerLine, raw: raw})
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
+}
+
+func startsIndented(line string) bool {
+	return strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")
 }

@@ -19,12 +19,18 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // field, with the machine-specific paths made relative.
 type goldenProfile struct {
 	Name        string         `json:"name"`
+	Slug        string         `json:"slug"`
 	Description string         `json:"description"`
 	Tools       []string       `json:"tools"`
 	Model       string         `json:"model"`
 	Timeout     string         `json:"timeout"`
 	Worktree    *bool          `json:"worktree"`
 	Thinking    string         `json:"thinking"`
+	Sandbox     string         `json:"sandbox,omitempty"`
+	Writable    []string       `json:"writable,omitempty"`
+	Dropped     []string       `json:"droppedTools,omitempty"`
+	Unknown     []string       `json:"unknownTools,omitempty"`
+	StrictYAML  string         `json:"strictYAML,omitempty"`
 	Body        string         `json:"body"`
 	Source      string         `json:"source"`
 	RoleSHA256  string         `json:"roleSha256"`
@@ -43,10 +49,14 @@ func toGolden(t *testing.T, p Profile) []byte {
 		t.Fatal(err)
 	}
 	g := goldenProfile{
-		Name: p.Name, Description: p.Description, Tools: p.Tools, Model: p.Model,
+		Name: p.Name, Slug: p.Slug, Description: p.Description, Tools: p.Tools, Model: p.Model,
 		Timeout: p.Timeout.String(), Worktree: p.Worktree, Thinking: p.Thinking,
 		Body: p.Body, Source: filepath.ToSlash(rel), RoleSHA256: p.RoleSHA256,
-		Notes: p.Notes, Extra: p.Extra,
+		Notes: p.Notes, Extra: p.Extra, Sandbox: p.Sandbox, Writable: p.Writable,
+		Dropped: p.DroppedTools, Unknown: p.UnknownTools,
+	}
+	if p.StrictYAML != nil {
+		g.StrictYAML = p.StrictYAML.Error()
 	}
 	data, err := json.MarshalIndent(g, "", "  ")
 	if err != nil {
@@ -115,10 +125,11 @@ func TestParseErrors(t *testing.T) {
 		{"timeout-fraction.md", "testdata/bad/timeout-fraction.md:4: " + timeoutReason + `"1.5"`},
 		{"worktree-yes.md", `testdata/bad/worktree-yes.md:4: worktree must be true or false; got "yes"`},
 		{"thinking-extreme.md", `testdata/bad/thinking-extreme.md:4: thinking must be one of off, minimal, low, medium, high, xhigh, max; got "extreme"`},
-		{"colon-in-description.md", `testdata/bad/colon-in-description.md:3: invalid YAML: mapping value is not allowed in this context (the value of "description" contains ": "; put it in quotes or write it as a block scalar: "description: |" then the text indented on the next lines)`},
 		{"tab-indent.md", `testdata/bad/tab-indent.md:3: invalid YAML: found character '\t' that cannot start any token (indent with spaces; YAML does not allow tabs)`},
 		{"model-unknown-provider.md", `testdata/bad/model-unknown-provider.md:4: model "acme/fast-1": unknown provider "acme"; use one of anthropic, openai, deepseek, ollama, vllm, openrouter, or script:PATH`},
-		{"name-with-space.md", `testdata/bad/name-with-space.md:2: name "Code Reviewer" cannot be used: a name has no spaces, '/', '\' or ':' (use letters, digits and '-', such as code-reviewer)`},
+		{"name-with-slash.md", `testdata/bad/name-with-slash.md:2: name "team/reviewer" cannot be used: a name has no '/', '\', ':', tabs or control characters (use letters, digits, '-' and spaces, such as code-reviewer)`},
+		{"unquoted-colon-and-indented-lines.md", `testdata/bad/unquoted-colon-and-indented-lines.md:3: invalid YAML: mapping value is not allowed in this context (the value of "description" contains ": "; put it in quotes or write it as a block scalar: "description: |" then the text indented on the next lines)`},
+		{"several-problems.md", `testdata/bad/several-problems.md:1: missing required field "name": add a line "name: my-agent" to the frontmatter (and 2 more problems; ` + "`ink agents check`" + ` lists them)`},
 		{"list-frontmatter.md", `testdata/bad/list-frontmatter.md:2: the frontmatter must be YAML "key: value" lines`},
 	}
 	files, _ := filepath.Glob("testdata/bad/*.md")
@@ -214,13 +225,14 @@ func TestParseFields(t *testing.T) {
 		worktree  *bool
 		thinking  string
 		model     string
+		sandbox   string
+		writable  []string
 		notes     []string
 		wantError string
 	}{
 		{name: "ink names and dedupe", fields: "tools: read, Edit, MultiEdit, edit, Glob, LS, task", tools: []string{"read", "edit", "find", "ls", "task"}},
 		{name: "empty list means no tools", fields: "tools: [WebFetch]", tools: []string{}, notes: []string{
-			`tool "WebFetch" dropped: ink has no such tool (ink's tools: read, grep, find, ls, edit, write, bash, task)`,
-			"none of the listed tools exists in ink; the agent runs without tools"}},
+			"tools dropped: WebFetch (Claude Code tools ink lacks); the agent gets no tools"}},
 		{name: "blank tools means the parent's", fields: "tools:", tools: nil, notes: []string{`"tools" is empty; the agent gets its parent's tools (remove the line, or list the tools it needs)`}},
 		{name: "tools of a wrong type", fields: "tools: {a: b}", wantError: `x.md:4: tools must be a comma-separated list (tools: Read, Grep) or a YAML list of tool names; got "{a: b}"`},
 		{name: "timeout quoted", fields: `timeout: "90"`, timeout: 90 * time.Second},
@@ -232,9 +244,9 @@ func TestParseFields(t *testing.T) {
 		{name: "worktree false beats isolation", fields: "worktree: false\nisolation: worktree", worktree: boolPtr(false), notes: []string{"isolation: worktree is overridden by worktree: false"}},
 		{name: "thinking any case", fields: "thinking: XHigh", thinking: "xhigh"},
 		{name: "thinking blank", fields: "thinking:", wantError: "x.md:4: thinking must be one of off, minimal, low, medium, high, xhigh, max; got nothing"},
-		{name: "model blank", fields: "model:", wantError: "x.md:4: model must be inherit, sonnet, opus, haiku, a model id or PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5); got nothing (remove the line to use the parent's model)"},
-		{name: "model spaces", fields: `model: "  "`, wantError: "x.md:4: model is blank; write inherit, sonnet, opus, haiku, a model id or PROVIDER/MODEL, or remove the line to use the parent's model"},
-		{name: "model with a space", fields: "model: claude sonnet", wantError: `x.md:4: model "claude sonnet" contains a space; write a model id or PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5)`},
+		{name: "model blank", fields: "model:", wantError: "x.md:4: model must be inherit, sonnet, opus, haiku, fable, a model id or PROVIDER/MODEL (e.g. anthropic/claude-sonnet-5); got nothing (remove the line to use the parent's model)"},
+		{name: "model spaces", fields: `model: "  "`, wantError: "x.md:4: model is blank; write inherit, sonnet, opus, haiku, fable, a model id or PROVIDER/MODEL, or remove the line to use the parent's model"},
+		{name: "model with a space", fields: "model: claude sonnet", wantError: `x.md:4: model "claude sonnet" contains a space; write a model id or PROVIDER/MODEL (e.g. anthropic/claude-sonnet-5)`},
 		{name: "model script", fields: "model: script:flows/a.yaml", model: "script:flows/a.yaml"},
 		{name: "model provider without id", fields: "model: openai/", wantError: `x.md:4: model "openai/": missing model name after "openai/"`},
 		{name: "disallowed narrows listed tools", fields: "tools: Read, Bash, Grep\ndisallowedTools: [Bash]", tools: []string{"read", "grep"}, notes: []string{"disallowedTools (line 5): the agent gets read, grep"}},
@@ -246,7 +258,18 @@ func TestParseFields(t *testing.T) {
 			"disallowedTools (line 4): the agent gets read, grep, find, ls, edit, write"}},
 		{name: "disallowed task from a listed pool", fields: "tools: read, task\ndisallowedTools: Task", tools: []string{"read"}, notes: []string{"disallowedTools (line 5): the agent gets read"}},
 		{name: "disallowed of nothing ink has changes nothing", fields: "disallowedTools: WebSearch", tools: nil},
-		{name: "unknown field kept", fields: "memory: project", notes: []string{`field "memory" is not used by ink; ignored`}},
+		{name: "Claude Code field kept", fields: "memory: project", notes: []string{`field "memory" is not used by ink; ignored`}},
+		{name: "unknown field kept", fields: "modle: opus", notes: []string{`field "modle" is not a field ink or Claude Code knows; ignored`}},
+		{name: "sandbox", fields: "sandbox: Read-Only", sandbox: "read-only"},
+		{name: "sandbox workspace-write", fields: "sandbox: workspace-write", sandbox: "workspace-write"},
+		{name: "sandbox full access", fields: "sandbox: danger-full-access", sandbox: "danger-full-access"},
+		{name: "sandbox unknown", fields: "sandbox: strict", wantError: `x.md:4: sandbox must be one of read-only, workspace-write, danger-full-access; got "strict" (remove the line for ink's default, workspace-write)`},
+		{name: "sandbox blank", fields: "sandbox:", wantError: `x.md:4: sandbox must be one of read-only, workspace-write, danger-full-access; got nothing (remove the line for ink's default, workspace-write)`},
+		{name: "writable comma list", fields: "writable: build, /tmp/cache/, ~/.cache/go-build", writable: []string{"build", "/tmp/cache", "~/.cache/go-build"}},
+		{name: "writable YAML list", fields: "writable:\n  - out\n  - ./dist/../dist", writable: []string{"out", "dist"}},
+		{name: "writable of a wrong type", fields: "writable: {a: b}", wantError: `x.md:4: writable must be a directory, a comma-separated list of directories or a YAML list of them; got "{a: b}"`},
+		{name: "writable under read-only", fields: "sandbox: read-only\nwritable: out", sandbox: "read-only", writable: []string{"out"}, notes: []string{"writable: has no effect with sandbox: read-only"}},
+		{name: "several bad fields are all counted", fields: "timeout: 0\nthinking: loud\nsandbox: x", wantError: `x.md:4: timeout must be a positive whole number of seconds (e.g. timeout: 600); got "0" (and 2 more problems; ` + "`ink agents check`" + ` lists them)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,6 +296,9 @@ func TestParseFields(t *testing.T) {
 			}
 			if p.Thinking != tt.thinking || p.Model != tt.model {
 				t.Errorf("thinking %q model %q, want %q %q", p.Thinking, p.Model, tt.thinking, tt.model)
+			}
+			if p.Sandbox != tt.sandbox || !equalStrings(p.Writable, tt.writable) {
+				t.Errorf("sandbox %q writable %q, want %q %q", p.Sandbox, p.Writable, tt.sandbox, tt.writable)
 			}
 			if !equalStrings(p.Notes, tt.notes) {
 				t.Errorf("notes\n got: %q\nwant: %q", p.Notes, tt.notes)
@@ -316,7 +342,7 @@ func equalStrings(a, b []string) bool {
 func TestParseNameAndDescriptionTypes(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ data, want string }{
-		{"---\nname: [a, b]\ndescription: x\n---\n", `x.md:2: name must be a single word such as code-reviewer; got "[a, b]"`},
+		{"---\nname: [a, b]\ndescription: x\n---\n", `x.md:2: name must be text such as code-reviewer; got "[a, b]"`},
 		{"---\nname: a\ndescription:\n  - one\n  - two\n---\n", `x.md:3: description must be text (quote it, or write it as a block scalar: "description: |"); got "- one\n  - two"`},
 		{"---\nname:\ndescription: x\n---\n", `x.md:2: missing required field "name": add a line "name: my-agent" to the frontmatter`},
 		{"---\nname: 2024\ndescription: x\n---\n", ""},

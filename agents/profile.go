@@ -5,16 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Profile is one agent profile as read from its file.
@@ -22,18 +21,27 @@ import (
 // A Profile is a plain value; Set hands out copies, so a caller may keep or
 // change one without affecting anyone else.
 type Profile struct {
-	// Name is what a task call gives as `agent`. Required.
+	// Name is what a task call gives as `agent`, as written in the file
+	// (Claude Code names may hold spaces: "Python Testing Expert").
+	// Required.
 	Name string
+	// Slug is Name in lower case with every run of other characters than
+	// letters, digits, '_' and '.' turned into one '-' ("python-testing-expert").
+	// A task call may give it instead of Name.
+	Slug string
 	// Description tells the main agent when to use this agent. Required.
 	Description string
 	// Tools are ink tool names in the order listed, mapped from Claude Code
 	// names and without duplicates. nil means the parent's tools; an empty,
 	// non-nil slice means none (every listed tool was dropped).
 	Tools []string
-	// UnknownTools are the names in `tools:`, as written, that are neither
-	// ink's tools nor Claude Code tools ink lacks (those are dropped with a
-	// note); usually typos. A task naming the agent is refused until they
-	// are fixed. nil when there are none.
+	// DroppedTools are the names in `tools:`, as written, that ink has no
+	// tool for (Claude Code tools such as WebFetch or TaskCreate, MCP tools,
+	// argument patterns such as Bash(git:*), unknown names). They are left
+	// out of Tools with one note; the agent still runs. nil when none.
+	DroppedTools []string
+	// UnknownTools are the DroppedTools that no one knows (neither ink nor
+	// Claude Code), usually typos; `ink agents check` warns about them.
 	UnknownTools []string
 	// Model is the `model:` field as written ("" when absent); see
 	// ResolveModel.
@@ -45,20 +53,37 @@ type Profile struct {
 	Worktree *bool
 	// Thinking is the thinking level, lower case; "" when absent.
 	Thinking string
+	// Sandbox is the `sandbox:` field, the bash sandbox mode: one of
+	// SandboxModes, or "" when absent (ink's default applies).
+	Sandbox string
+	// Writable are the `writable:` directories bash may write besides the
+	// agent's root. Parse keeps them as written (cleaned); Load makes
+	// relative ones absolute against LoadOptions.ProjectRoot and "~/"
+	// against LoadOptions.Home. nil when absent.
+	Writable []string
 	// Body is the profile's prompt: everything after the frontmatter,
 	// trimmed, with LF line endings.
 	Body string
 	// Source is the absolute path of the file.
 	Source string
 	// Dir is the absolute path of the profile directory the file was loaded
-	// from.
+	// from (for a file in a subdirectory, the top profile directory).
 	Dir string
 	// RoleSHA256 is the lowercase hex SHA-256 of the file's raw bytes, as
 	// read (before a byte order mark or CRLF line endings are normalised).
 	// Any edit to the file changes it.
 	RoleSHA256 string
-	// Notes say what ink changed or ignored: dropped tools, ignored fields.
+	// StrictYAML is why strict YAML rejected the frontmatter when ink read
+	// it line by line instead, as Claude Code does (see Parse); nil when
+	// the frontmatter is valid YAML. `ink agents check --strict` reports it.
+	StrictYAML *Problem
+	// Notes say what ink changed or ignored: dropped tools, ignored fields,
+	// a duplicate name.
 	Notes []string
+	// UnknownFields are the frontmatter keys that neither ink nor Claude
+	// Code knows (usually typos such as "modle"); `ink agents check` warns
+	// about them. nil when none.
+	UnknownFields []string
 	// Extra holds the frontmatter fields ink does not use (color,
 	// permissionMode, hooks, ...), decoded from YAML; nil when there are none.
 	Extra map[string]any
@@ -66,6 +91,18 @@ type Profile struct {
 
 // ThinkingLevels lists the values `thinking:` accepts, from least to most.
 var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// SandboxModes lists the values `sandbox:` accepts, from most to least
+// confined.
+var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"}
+
+// claudeCodeFields are the frontmatter keys Claude Code's agents use that
+// ink does not: they are kept in Extra with a note, without a warning.
+var claudeCodeFields = map[string]bool{
+	"color": true, "permissionMode": true, "hooks": true, "skills": true, "mcpServers": true,
+	"memory": true, "maxTurns": true, "effort": true, "background": true, "initialPrompt": true,
+	"version": true, "author": true, "tags": true,
+}
 
 // Reasons Parse gives, held exactly by tests.
 const (
@@ -75,18 +112,52 @@ const (
 	maxNameBytes             = 64
 )
 
-// Parse reads one profile file: a line "---", YAML frontmatter, a line
-// "---", then the body. path names the file in errors and becomes Source
-// (made absolute) and Dir; data is the file's content.
+// Parse reads one profile file: a line "---", YAML frontmatter, a line of
+// three or more dashes, then the body. path names the file in errors and
+// becomes Source (made absolute) and Dir; data is the file's content.
 //
-// A file that cannot be used returns a Problem as the error, naming the file,
-// the line and what to fix. Parse never panics and is safe for concurrent use.
-func Parse(path string, data []byte) (p Profile, err error) {
+// Claude Code files are read as Claude Code reads them: when strict YAML
+// rejects the frontmatter (most often a description holding ": "), its
+// top-level "key: value" lines are read one by one, the value being the
+// rest of the line, and StrictYAML says why strict YAML failed. Tools ink
+// lacks are dropped with a note, never refused.
+//
+// A file that cannot be used returns a Problem as the error, naming the
+// file, the line and what to fix (the first problem by line; when there
+// are more, the reason says how many and Lint lists them all). Parse never
+// panics and is safe for concurrent use.
+func Parse(path string, data []byte) (Profile, error) {
+	p, problems := Lint(path, data)
+	var errs []Problem
+	for _, pr := range problems {
+		if !pr.Warning {
+			errs = append(errs, pr)
+		}
+	}
+	if len(errs) == 0 {
+		return p, nil
+	}
+	first := errs[0]
+	switch len(errs) {
+	case 1:
+	case 2:
+		first.Reason += " (and 1 more problem; `ink agents check` lists it)"
+	default:
+		first.Reason += fmt.Sprintf(" (and %d more problems; `ink agents check` lists them)", len(errs)-1)
+	}
+	return Profile{}, first
+}
+
+// Lint reads one profile file like Parse and returns every problem it
+// finds, errors and warnings, sorted by line. The profile is usable when
+// no problem is an error (Warning false); warnings are what ink dropped or
+// ignored (tools it lacks, unknown fields). Safe for concurrent use.
+func Lint(path string, data []byte) (p Profile, problems []Problem) {
 	defer func() {
-		// The YAML parser is third-party code; a panic in it on some input
+		// The YAML library is third-party code; a panic in it on some input
 		// must not take ink down with it.
 		if r := recover(); r != nil {
-			p, err = Profile{}, Problem{Path: path, Line: frontmatterOpenerLine, Reason: fmt.Sprintf("cannot parse the frontmatter as YAML (%v)", r)}
+			p, problems = Profile{}, []Problem{{Path: path, Line: frontmatterOpenerLine, Reason: fmt.Sprintf("cannot parse the frontmatter as YAML (%v)", r)}}
 		}
 	}()
 	source := path
@@ -99,229 +170,135 @@ func Parse(path string, data []byte) (p Profile, err error) {
 		Dir:        filepath.Dir(source),
 		RoleSHA256: hex.EncodeToString(sum[:]),
 	}
-	fail := func(line int, format string, args ...any) (Profile, error) {
-		return Profile{}, Problem{Path: path, Line: line, Reason: fmt.Sprintf(format, args...)}
-	}
-
 	front, body, reason, ok := splitFrontmatter(data)
 	if !ok {
-		return fail(frontmatterOpenerLine, "%s", reason)
+		return p, []Problem{{Path: path, Line: frontmatterOpenerLine, Reason: reason}}
 	}
 	p.Body = body
 
-	file, err := parser.ParseBytes([]byte(front), 0)
-	if err != nil {
-		line, msg := yamlErrorPosition(err)
-		return fail(line, "%s", msg+yamlHint(front, line-frontmatterOpenerLine, msg))
-	}
-	var fields []*ast.MappingValueNode
-	for i, doc := range file.Docs {
-		if i > 0 {
-			return fail(nodeLine(doc.Body), "%s", reasonNotMapping)
+	fields, strictProblem, final := strictFields(path, front)
+	if strictProblem != nil {
+		lenient, ok := lenientFields(front)
+		ok = ok && !final
+		if !ok {
+			strictProblem.Agent = declaredName(front)
+			return p, []Problem{*strictProblem}
 		}
-		switch body := doc.Body.(type) {
-		case nil:
-		case *ast.MappingNode:
-			fields = body.Values
-		case *ast.MappingValueNode:
-			fields = []*ast.MappingValueNode{body}
-		default:
-			return fail(nodeLine(body), "%s", reasonNotMapping)
-		}
+		fields = lenient
+		p.StrictYAML = strictProblem
+		short, _, _ := strings.Cut(strings.TrimPrefix(strictProblem.Reason, "invalid YAML: "), " (")
+		p.Notes = append(p.Notes, fmt.Sprintf("the frontmatter is not valid YAML (line %d: %s); ink reads it line by line, as Claude Code does (`ink agents check --strict` reports it)", strictProblem.Line, short))
 	}
-	for _, doc := range file.Docs {
-		if doc.Body == nil {
+	r := &reader{path: path, p: &p}
+	r.read(fields)
+	sort.SliceStable(r.problems, func(i, j int) bool { return r.problems[i].Line < r.problems[j].Line })
+	if r.hasError() {
+		name := p.Name
+		if name == "" {
+			name = declaredName(front)
+		}
+		for i := range r.problems {
+			r.problems[i].Agent = name
+		}
+		p = Profile{Source: p.Source, Dir: p.Dir, RoleSHA256: p.RoleSHA256}
+	}
+	return p, r.problems
+}
+
+// strictFields decodes the frontmatter as strict YAML into its top-level
+// fields, in order, each with the file line of its key. final marks a
+// problem that reading line by line must not get round (YAML aliases).
+func strictFields(path, front string) (fields []field, problem *Problem, final bool) {
+	for i, tok := range lexer.Tokenize(front) {
+		if tok.Type != token.AliasType {
 			continue
 		}
-		if aliases := ast.Filter(ast.AliasType, doc.Body); len(aliases) > 0 {
-			// Aliases let a few bytes stand for a huge value (and nothing in
-			// a profile needs them); refuse them rather than expand them.
-			return fail(nodeLine(aliases[0]), "YAML aliases (%s) are not allowed in a profile; write the value out", strings.TrimSpace(aliases[0].String()))
+		// Aliases let a few bytes stand for a huge value (and nothing in a
+		// profile needs them); refuse them rather than expand them.
+		name := "*"
+		if tokens := lexer.Tokenize(front); i+1 < len(tokens) {
+			name += tokens[i+1].Value
 		}
+		return nil, &Problem{Path: path, Line: tokenLine(tok), Reason: fmt.Sprintf("YAML aliases (%s) are not allowed in a profile; write the value out", name)}, true
 	}
-	var nameSeen, descriptionSeen bool
-	var denied []string
-	var deniedLine int
-	var isolationWorktree bool
-	for _, field := range fields {
-		key := field.Key.GetToken().Value
-		line := nodeLine(field.Key)
-		var value any
-		if err := yaml.NodeToValue(field.Value, &value); err != nil {
-			line, msg := yamlErrorPosition(err)
-			return fail(line, "%s", msg)
+	var ms yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions([]byte(front), &ms); err != nil {
+		line, msg := yamlErrorPosition(err)
+		if strings.Contains(msg, "where mapping is expected") {
+			return nil, &Problem{Path: path, Line: line, Reason: reasonNotMapping}, false
 		}
-		shown := shownValue(field.Value)
-		switch key {
-		case "name":
-			nameSeen = true
-			name, ok := scalarText(value)
-			name = strings.TrimSpace(name)
-			if !ok && value != nil {
-				return fail(line, "name must be a single word such as code-reviewer; got %s", shown)
-			}
-			if name == "" {
-				return fail(line, "%s", reasonMissingName)
-			}
-			if why := badName(name); why != "" {
-				return fail(line, "name %q %s", name, why)
-			}
-			p.Name = name
-		case "description":
-			descriptionSeen = true
-			text, ok := scalarText(value)
-			text = strings.TrimSpace(text)
-			if !ok && value != nil {
-				return fail(line, "description must be text (quote it, or write it as a block scalar: \"description: |\"); got %s", shown)
-			}
-			if text == "" {
-				return fail(line, "%s", reasonMissingDescription)
-			}
-			p.Description = text
-		case "tools":
-			names, ok := toolList(value)
-			if !ok {
-				return fail(line, "tools must be a comma-separated list (tools: Read, Grep) or a YAML list of tool names; got %s", shown)
-			}
-			if names == nil {
-				p.Notes = append(p.Notes, `"tools" is empty; the agent gets its parent's tools (remove the line, or list the tools it needs)`)
-				continue
-			}
-			if len(names) == 1 && names[0] == "*" {
-				p.Notes = append(p.Notes, `"tools: *" gives the agent its parent's tools`)
-				continue
-			}
-			p.Tools = []string{}
-			for _, written := range names {
-				name, note := inkToolName(written)
-				if note != "" && !knownToolElsewhere(written) {
-					p.UnknownTools = appendUnique(p.UnknownTools, written)
-					note = fmt.Sprintf("tool %q is unknown (ink's tools: %s); a task with this agent is refused until the tools: line is fixed", written, strings.Join(InkTools, ", "))
-				}
-				if note != "" {
-					p.Notes = append(p.Notes, note)
-					continue
-				}
-				p.Tools = appendUnique(p.Tools, name)
-			}
-			if len(p.Tools) == 0 {
-				p.Notes = append(p.Notes, "none of the listed tools exists in ink; the agent runs without tools")
-			}
-		case "disallowedTools":
-			names, ok := toolList(value)
-			if !ok {
-				return fail(line, "disallowedTools must be a comma-separated list or a YAML list of tool names; got %s", shown)
-			}
-			for _, written := range names {
-				name, note := deniedToolName(written)
-				if note != "" {
-					p.Notes = append(p.Notes, note)
-				}
-				if name != "" {
-					denied = appendUnique(denied, name)
-					deniedLine = line
-				}
-			}
-		case "model":
-			raw, ok := value.(string)
-			if !ok {
-				return fail(line, "model must be inherit, sonnet, opus, haiku, a model id or PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5); got %s (remove the line to use the parent's model)", shown)
-			}
-			if reason := modelSyntaxProblem(raw); reason != "" {
-				return fail(line, "%s", reason)
-			}
-			p.Model = raw
-		case "timeout":
-			seconds, ok := positiveSeconds(value)
-			if !ok {
-				return fail(line, "timeout must be a positive whole number of seconds (e.g. timeout: 600); got %s", shown)
-			}
-			p.Timeout = time.Duration(seconds) * time.Second
-		case "worktree":
-			b, ok := boolValue(value)
-			if !ok {
-				return fail(line, "worktree must be true or false; got %s", shown)
-			}
-			p.Worktree = &b
-		case "thinking":
-			level, ok := value.(string)
-			level = strings.ToLower(strings.TrimSpace(level))
-			if !ok || !contains(ThinkingLevels, level) {
-				return fail(line, "thinking must be one of %s; got %s", strings.Join(ThinkingLevels, ", "), shown)
-			}
-			p.Thinking = level
-		case "isolation":
-			if s, _ := value.(string); strings.TrimSpace(s) == "worktree" {
-				isolationWorktree = true
-			} else {
-				p.Notes = append(p.Notes, fmt.Sprintf(`field "isolation" is %s, which ink does not use; ignored (ink knows isolation: worktree)`, shown))
-			}
-		default:
-			if p.Extra == nil {
-				p.Extra = map[string]any{}
-			}
-			p.Extra[key] = value
-			p.Notes = append(p.Notes, fmt.Sprintf("field %q is not used by ink; ignored", key))
+		return nil, &Problem{Path: path, Line: line, Reason: msg + yamlHint(front, line-frontmatterOpenerLine, msg)}, false
+	}
+	spans := keySpans(front)
+	fields = make([]field, 0, len(ms))
+	for _, item := range ms {
+		key := fmt.Sprint(item.Key)
+		sp, ok := spans[key]
+		if !ok {
+			sp.line = frontmatterOpenerLine + 1
 		}
+		fields = append(fields, field{key: key, value: item.Value, line: sp.line, raw: sp.raw})
 	}
-	if !nameSeen {
-		return fail(frontmatterOpenerLine, "%s", reasonMissingName)
-	}
-	if !descriptionSeen {
-		return fail(frontmatterOpenerLine, "%s", reasonMissingDescription)
-	}
-	if isolationWorktree {
-		if p.Worktree == nil {
-			yes := true
-			p.Worktree = &yes
-			p.Notes = append(p.Notes, "isolation: worktree is read as worktree: true")
-		} else if !*p.Worktree {
-			p.Notes = append(p.Notes, "isolation: worktree is overridden by worktree: false")
-		}
-	}
-	if deniedLine > 0 {
-		p.Tools = withoutDenied(p.Tools, denied)
-		p.Notes = append(p.Notes, fmt.Sprintf("disallowedTools (line %d): the agent gets %s", deniedLine, describeTools(p.Tools)))
-	}
-	return p, nil
+	return fields, nil, false
 }
 
-// withoutDenied removes denied names from tools. When tools is nil (the
-// parent's tools), it starts from ink's tools other than task, which a child
-// is granted only while depth allows.
-func withoutDenied(tools, denied []string) []string {
-	if tools == nil {
-		for _, name := range InkTools {
-			if name != "task" {
-				tools = append(tools, name)
-			}
-		}
-	}
-	kept := []string{}
-	for _, name := range tools {
-		if !contains(denied, name) {
-			kept = append(kept, name)
-		}
-	}
-	return kept
+// span is where a top-level key is written: its file line and its value as
+// written (the rest of the line and the indented lines under it).
+type span struct {
+	line int
+	raw  string
 }
 
-func describeTools(tools []string) string {
-	if len(tools) == 0 {
-		return "no tools"
+// keySpans maps each top-level key of a frontmatter (plain or quoted, at
+// the start of a line) to where its first occurrence is written.
+func keySpans(front string) map[string]span {
+	spans := map[string]span{}
+	lines := strings.Split(front, "\n")
+	for i := 0; i < len(lines); i++ {
+		text := lines[i]
+		if text == "" || startsIndented(text) || strings.HasPrefix(text, "#") {
+			continue
+		}
+		key, rest, ok := strings.Cut(text, ":")
+		if !ok {
+			continue
+		}
+		key = strings.Trim(strings.TrimSpace(key), `"'`)
+		if _, seen := spans[key]; seen {
+			continue
+		}
+		raw := []string{strings.TrimSpace(rest)}
+		for j := i + 1; j < len(lines) && (strings.TrimSpace(lines[j]) == "" || startsIndented(lines[j])); j++ {
+			raw = append(raw, lines[j])
+		}
+		spans[key] = span{line: i + 1 + frontmatterOpenerLine, raw: strings.TrimSpace(strings.Join(raw, "\n"))}
 	}
-	return strings.Join(tools, ", ")
+	return spans
+}
+
+// declaredName is the name a frontmatter gives on a "name:" line, read
+// leniently, or "" when there is none; it only serves messages.
+func declaredName(front string) string {
+	for _, text := range strings.Split(front, "\n") {
+		if m := topLevelKey.FindStringSubmatch(strings.TrimRight(text, " \t")); m != nil && m[1] == "name" {
+			return strings.Trim(strings.TrimSpace(m[2]), `"'`)
+		}
+	}
+	return ""
+}
+
+func tokenLine(tok *token.Token) int {
+	if tok != nil && tok.Position != nil && tok.Position.Line > 0 {
+		return tok.Position.Line + frontmatterOpenerLine
+	}
+	return frontmatterOpenerLine + 1
 }
 
 // yamlErrorPosition turns a YAML error into a file line and a reason.
 func yamlErrorPosition(err error) (int, string) {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		line := frontmatterOpenerLine + 1
-		if tok := ye.GetToken(); tok != nil && tok.Position != nil && tok.Position.Line > 0 {
-			line = tok.Position.Line + frontmatterOpenerLine
-		}
-		return line, "invalid YAML: " + strings.ReplaceAll(ye.GetMessage(), "\t", `\t`)
+		return tokenLine(ye.GetToken()), "invalid YAML: " + strings.ReplaceAll(ye.GetMessage(), "\t", `\t`)
 	}
 	return frontmatterOpenerLine + 1, "invalid YAML: " + err.Error()
 }
@@ -347,134 +324,43 @@ func yamlHint(front string, line int, msg string) string {
 	return fmt.Sprintf(" (the value of %q contains \": \"; put it in quotes or write it as a block scalar: %q then the text indented on the next lines)", key, key+": |")
 }
 
-// nodeLine is the file line of a frontmatter node.
-func nodeLine(n ast.Node) int {
-	if n == nil {
-		return frontmatterOpenerLine + 1
-	}
-	if tok := n.GetToken(); tok != nil && tok.Position != nil && tok.Position.Line > 0 {
-		return tok.Position.Line + frontmatterOpenerLine
-	}
-	return frontmatterOpenerLine + 1
-}
-
-// shownValue renders a field's value for a message: as written, quoted, or
-// "nothing" when blank.
-func shownValue(n ast.Node) string {
-	if n == nil {
-		return "nothing"
-	}
-	if _, null := n.(*ast.NullNode); null {
-		return "nothing"
-	}
-	text := strings.TrimSpace(n.String())
-	if text == "" {
-		return "nothing"
-	}
-	const limit = 60
-	if len(text) > limit {
-		text = truncateUTF8(text, limit)
-	}
-	return strconv.Quote(text)
-}
-
-// scalarText renders a YAML scalar (string, number, bool) as text.
-func scalarText(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case uint64, int64, int, float64, bool:
-		return fmt.Sprint(v), true
-	}
-	return "", false
-}
-
-// badName says why a name cannot be used, or "" when it can.
+// badName says why a name cannot be used, or "" when it can. Spaces are
+// fine (Claude Code names such as "Python Testing Expert"); path
+// separators, colons and control characters are not.
 func badName(name string) string {
 	if len(name) > maxNameBytes {
 		return fmt.Sprintf("is longer than %d bytes; use a short name such as code-reviewer", maxNameBytes)
 	}
 	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' || r == '\\' || r == ':' || r == unicode.ReplacementChar {
-			return "cannot be used: a name has no spaces, '/', '\\' or ':' (use letters, digits and '-', such as code-reviewer)"
+		if unicode.IsControl(r) || r == '/' || r == '\\' || r == ':' || r == unicode.ReplacementChar || (unicode.IsSpace(r) && r != ' ') {
+			return "cannot be used: a name has no '/', '\\', ':', tabs or control characters (use letters, digits, '-' and spaces, such as code-reviewer)"
 		}
+	}
+	if Slug(name) == "" {
+		return "cannot be used: it needs at least one letter or digit (such as code-reviewer)"
 	}
 	return ""
 }
 
-// toolList reads `tools:` as a comma-separated string or a YAML list of
-// strings. It returns nil (and true) for a blank value.
-func toolList(v any) ([]string, bool) {
-	var names []string
-	switch v := v.(type) {
-	case nil:
-		return nil, true
-	case string:
-		for _, part := range strings.Split(v, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				names = append(names, part)
+// Slug is the lower-case hyphenated form of an agent name by which a task
+// call may also name it: letters (lower-cased), digits, '_' and '.' are
+// kept, and every run of anything else becomes one '-', none at either
+// end. Slug("Python Testing Expert") is "python-testing-expert".
+func Slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '.' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
 			}
+			dash = false
+			b.WriteRune(r)
+			continue
 		}
-	case []any:
-		for _, item := range v {
-			s, ok := item.(string)
-			if !ok {
-				return nil, false
-			}
-			if s = strings.TrimSpace(s); s != "" {
-				names = append(names, s)
-			}
-		}
-	default:
-		return nil, false
+		dash = true
 	}
-	return names, true
-}
-
-// positiveSeconds reads a whole, positive number of seconds that fits a
-// time.Duration.
-func positiveSeconds(v any) (int64, bool) {
-	const maxSeconds = math.MaxInt64 / int64(time.Second)
-	var n int64
-	switch v := v.(type) {
-	case uint64:
-		if v > uint64(maxSeconds) {
-			return 0, false
-		}
-		n = int64(v)
-	case int64:
-		n = v
-	case int:
-		n = int64(v)
-	case string:
-		parsed, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		n = parsed
-	default:
-		return 0, false
-	}
-	if n <= 0 || n > maxSeconds {
-		return 0, false
-	}
-	return n, true
-}
-
-// boolValue reads a YAML bool or the strings true/false in any case.
-func boolValue(v any) (bool, bool) {
-	switch v := v.(type) {
-	case bool:
-		return v, true
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true":
-			return true, true
-		case "false":
-			return false, true
-		}
-	}
-	return false, false
+	return b.String()
 }
 
 func contains(list []string, s string) bool {

@@ -35,16 +35,21 @@ func (r *Registry) Current() *Set { return r.current.Load() }
 func (r *Registry) Done() <-chan struct{} { return r.done }
 
 // Watch loads the profiles of opts and keeps them current: it watches the
-// profile directories (and their parents, so that a directory created or
-// removed later is noticed) and reloads every profile after a change, once
+// profile directories and every subdirectory they hold (symbolic links to
+// directories included), and their parents, so that a directory created or
+// removed later is noticed, and reloads every profile after a change, once
 // changes have been quiet for about 100 ms. A file that fails to parse keeps
 // its last good version; a deleted file drops its profile. When opts.Trust
-// is set and $INK_HOME/trust.json changes, the trust list is re-read.
+// is set and $INK_HOME/trust.json changes, the trust list is re-read; when
+// $INK_HOME/models.yaml changes, the model aliases are.
 //
-// onWarn (may be nil) is called from the watcher's goroutine, once per new
-// problem: "agent file PATH:LINE: reason; skipped", "agent file PATH:LINE:
-// reason; keeping the previous version", or the untrusted-project message.
-// logger (may be nil) gets debug lines for reloads and watcher errors.
+// onWarn (may be nil) gets the first load's warnings through Announce,
+// before Watch returns (skipped files once per file version, one summary
+// line, the untrusted-project message), then, from the watcher's
+// goroutine, one warning per new problem of a later reload: "agent file
+// PATH:LINE: reason; skipped", "agent file PATH:LINE: reason; keeping the
+// previous version", or the untrusted-project message. logger (may be nil)
+// gets debug lines for reloads and watcher errors.
 //
 // The watcher stops, and releases its inotify descriptors, when ctx ends.
 // Watch fails only when the file watcher cannot start (for example when the
@@ -70,7 +75,7 @@ func Watch(ctx context.Context, opts LoadOptions, logger *slog.Logger, onWarn fu
 		warned:  map[string]bool{},
 		addErrs: map[string]bool{},
 	}
-	w.reload()
+	w.reload(true)
 	go w.run(ctx)
 	return w.reg, nil
 }
@@ -85,6 +90,7 @@ type profileWatcher struct {
 	reg      *Registry
 	lastGood map[string]Profile
 	watched  map[string]bool // paths added to fs
+	treeDirs map[string]bool // profile directories and their subdirectories, as of the last load
 	warned   map[string]bool // warnings already given, by text
 	addErrs  map[string]bool // watch failures already reported, by text
 }
@@ -116,16 +122,21 @@ func (w *profileWatcher) run(ctx context.Context) {
 				timer.Reset(reloadDebounce) // events were lost: reload to be sure
 			}
 		case <-timer.C:
-			w.reload()
+			if w.reload(false) {
+				// A directory appeared: files written into it before its
+				// watch was added are seen by one more reload.
+				timer.Reset(reloadDebounce)
+			}
 		}
 	}
 }
 
-// reload brings the watches up to date, then reloads the trust list (when
-// one is in use: INK_HOME may have been created together with trust.json
-// before its watch was added) and every profile.
-func (w *profileWatcher) reload() {
-	w.syncWatches()
+// reload reloads the trust list (when one is in use: INK_HOME may have
+// been created together with trust.json before its watch was added) and
+// every profile, then brings the watches up to date, reporting whether it
+// added one. The first load announces its warnings (Announce); later ones
+// warn about what is new.
+func (w *profileWatcher) reload(first bool) (newWatches bool) {
 	var messages []string
 	if w.opts.Trust != nil && w.opts.InkHome != "" {
 		if t, err := LoadTrust(w.opts.InkHome); err != nil {
@@ -137,8 +148,19 @@ func (w *profileWatcher) reload() {
 	out := load(w.opts, w.lastGood)
 	w.lastGood = out.good
 	w.reg.current.Store(out.set)
+	w.treeDirs = map[string]bool{}
+	for _, dir := range out.set.watchDirs {
+		w.treeDirs[filepath.Clean(dir)] = true
+	}
+	newWatches = w.syncWatches()
 	w.logger.Debug("agent profiles loaded", "agents", len(out.set.names), "problems", len(out.set.problems))
 
+	if first {
+		for _, msg := range messages {
+			w.onWarn(msg) // a trust.json problem
+		}
+		Announce(out.set, w.opts.InkHome, w.onWarn)
+	}
 	kept := map[Problem]bool{}
 	for _, p := range out.kept {
 		kept[p] = true
@@ -153,26 +175,39 @@ func (w *profileWatcher) reload() {
 	if msg := out.set.UntrustedMessage(); msg != "" {
 		messages = append(messages, msg)
 	}
-	// Warn once per message while it holds; a problem fixed and broken
-	// again is warned about again.
+	if msg := aliasWarning(out.set); msg != "" {
+		messages = append(messages, msg)
+	}
+	if !first {
+		// What is warned about below is remembered first, so that the next
+		// run of ink does not warn about it again.
+		rememberSkipped(out.set, w.opts.InkHome)
+	}
+	// Later reloads warn once per message while it holds; a problem fixed
+	// and broken again is warned about again.
 	warned := map[string]bool{}
 	for _, msg := range messages {
-		if !w.warned[msg] {
+		if !first && !w.warned[msg] {
 			w.onWarn(msg)
 		}
 		warned[msg] = true
 	}
 	w.warned = warned
+	return newWatches
 }
 
 // targets are the profile directories being watched for.
 func (w *profileWatcher) targets() []string { return w.opts.Dirs() }
 
-// syncWatches watches every profile directory that exists and the nearest
-// existing ancestor of each (its parent when that exists), and stops
-// watching what is no longer needed.
-func (w *profileWatcher) syncWatches() {
+// syncWatches watches every profile directory that exists with all its
+// subdirectories, and the nearest existing ancestor of each profile
+// directory (its parent when that exists), and stops watching what is no
+// longer needed. It reports whether it added a watch.
+func (w *profileWatcher) syncWatches() (added bool) {
 	want := map[string]bool{}
+	for dir := range w.treeDirs {
+		want[dir] = true
+	}
 	for _, dir := range w.targets() {
 		if isDir(dir) {
 			want[dir] = true
@@ -194,6 +229,9 @@ func (w *profileWatcher) syncWatches() {
 		}
 	}
 	for path := range want {
+		if w.watched[path] {
+			continue
+		}
 		if err := w.fs.Add(path); err != nil {
 			msg := fmt.Sprintf("agent hot reload: cannot watch %s: %v; changes there are seen after ink restarts", path, err)
 			w.logger.Debug("agent profile watch failed", "path", path, "err", err)
@@ -204,19 +242,27 @@ func (w *profileWatcher) syncWatches() {
 			continue
 		}
 		w.watched[path] = true
+		added = true
 	}
+	return added
 }
 
-// relevant reports whether ev may change the loaded profiles: a *.md file in
-// a profile directory, a profile directory or one of its ancestors appearing
-// or going away, or the trust file.
+// relevant reports whether ev may change the loaded profiles: a *.md file
+// in a profile directory or one of its subdirectories, a directory there
+// appearing or going away, a profile directory or one of its ancestors
+// appearing or going away, the trust file or the model alias file.
 func (w *profileWatcher) relevant(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod || ev.Op == 0 {
 		return false
 	}
 	name := filepath.Clean(ev.Name)
-	if w.isTrustFile(name) {
+	if w.isTrustFile(name) || w.isAliasFile(name) {
 		return true
+	}
+	if w.treeDirs[filepath.Dir(name)] {
+		if strings.HasSuffix(name, ".md") || w.treeDirs[name] || w.watched[name] || isDir(name) {
+			return true
+		}
 	}
 	for _, dir := range w.targets() {
 		if filepath.Dir(name) == dir && strings.HasSuffix(name, ".md") {
@@ -227,6 +273,14 @@ func (w *profileWatcher) relevant(ev fsnotify.Event) bool {
 		}
 	}
 	return false
+}
+
+func (w *profileWatcher) isAliasFile(name string) bool {
+	if w.opts.InkHome == "" {
+		return false
+	}
+	home, err := filepath.Abs(w.opts.InkHome)
+	return err == nil && filepath.Clean(name) == filepath.Join(home, ModelAliasesFile)
 }
 
 func (w *profileWatcher) isTrustFile(name string) bool {

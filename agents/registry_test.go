@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inkdev/ink/model"
 )
 
 // warnings collects onWarn calls from the watcher goroutine.
@@ -61,7 +63,7 @@ func startWatch(t *testing.T, opts LoadOptions) (*Registry, *warnings) {
 // eventually polls cond until it holds, failing after a generous bound.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
@@ -254,4 +256,51 @@ func TestWatchStopsWithItsContext(t *testing.T) {
 	if description(reg, "a") != "x" {
 		t.Errorf("Current after stop lost the last set")
 	}
+}
+
+// TestWatchSeesSubdirectories: files in subdirectories (and in a directory
+// reached through a symbolic link) are watched, a subdirectory created
+// later is picked up, and an edit of models.yaml changes how aliases
+// resolve.
+func TestWatchSeesSubdirectories(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	dir := filepath.Join(l.home, ".claude", "agents")
+	deep := filepath.Join(dir, "collection", "engineering", "reviewer.md")
+	writeFile(t, deep, profileText("reviewer", "v1"))
+	linked := filepath.Join(filepath.Dir(l.home), "elsewhere", "agents")
+	writeFile(t, filepath.Join(linked, "linked.md"), profileText("linked", "v1"))
+	symlink(t, linked, filepath.Join(dir, "linked"))
+	reg, _ := startWatch(t, LoadOptions{Home: l.home, InkHome: l.inkHome})
+	if description(reg, "reviewer") != "v1" || description(reg, "linked") != "v1" {
+		t.Fatalf("initial load: %v", reg.Current().Names())
+	}
+
+	writeFile(t, deep, profileText("reviewer", "v2"))
+	eventually(t, "an edit two directories down is seen", func() bool { return description(reg, "reviewer") == "v2" })
+	writeFile(t, filepath.Join(linked, "linked.md"), profileText("linked", "v2"))
+	eventually(t, "an edit behind a symbolic link is seen", func() bool { return description(reg, "linked") == "v2" })
+
+	writeFile(t, filepath.Join(dir, "new-collection", "ops", "deployer.md"), profileText("deployer", "new"))
+	eventually(t, "a subdirectory created later is loaded", func() bool { return description(reg, "deployer") == "new" })
+	writeFile(t, filepath.Join(dir, "new-collection", "ops", "deployer.md"), profileText("deployer", "edited"))
+	eventually(t, "and watched", func() bool { return description(reg, "deployer") == "edited" })
+
+	if err := os.RemoveAll(filepath.Join(dir, "collection")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a removed subdirectory drops its profiles", func() bool { return description(reg, "reviewer") == "<missing>" })
+
+	resolve := func() string {
+		b, _, err := reg.Current().ResolveModel(Profile{Name: "x", Model: "sonnet"}, model.Binding{Provider: "openai", Model: "gpt-5"})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return b.String()
+	}
+	if got := resolve(); got != "openai/gpt-5" {
+		t.Fatalf("sonnet with no mapping resolved to %s", got)
+	}
+	writeFile(t, filepath.Join(l.inkHome, ModelAliasesFile), "aliases: {sonnet: ollama/qwen3}\n")
+	eventually(t, "a new models.yaml is read", func() bool { return resolve() == "ollama/qwen3" })
 }

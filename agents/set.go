@@ -3,11 +3,12 @@ package agents
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/inkdev/ink/model"
 )
 
 // LoadOptions says where Load looks for profiles.
@@ -25,10 +26,14 @@ type LoadOptions struct {
 	// Trust lists the trusted project roots. Project directories load only
 	// when ProjectRoot is trusted or is Home itself. nil trusts none.
 	Trust *Trust
+	// Env reads the INK_MODEL_<ALIAS> variables (see ModelAliases); nil
+	// reads the process environment.
+	Env func(string) string
 }
 
 // Shadow records a profile name defined by more than one file: Winner is the
-// source that is used, Shadowed the one it hides.
+// source that is used, Shadowed the one it hides (the earlier directory in
+// load order, or within one directory the earlier file in walk order).
 type Shadow struct {
 	Name     string
 	Winner   string
@@ -40,14 +45,19 @@ type Shadow struct {
 // use; its methods return copies.
 type Set struct {
 	byName         map[string]Profile
+	bySlug         map[string]string // slug -> name, for slugs that name one agent
 	names          []string
 	shadowed       []Shadow
 	problems       []Problem
+	warnings       []Problem
 	dirs           []string
+	watchDirs      []string
 	inkAgentsDir   string
 	untrustedRoot  string
 	untrustedDirs  []string
 	untrustedCount int
+	aliases        *ModelAliases
+	aliasErr       error
 }
 
 // profileDir is one directory Load reads.
@@ -96,9 +106,15 @@ func (opts LoadOptions) projectTrusted() bool {
 	return opts.Trust.Trusted(opts.ProjectRoot)
 }
 
-// Load reads every profile directory of opts. A file that cannot be parsed
-// is skipped and reported in Problems; the rest load. Missing directories
-// are fine. Load never fails as a whole; it is safe for concurrent use.
+// Load reads every profile directory of opts, each recursively (see
+// LoadOptions.Dirs for the order; a later file wins on a name clash, and
+// its Notes name the files it hides). A file that cannot be parsed is
+// skipped and reported in Problems; the rest load. Missing directories are
+// fine; symbolic link loops are reported in Warnings. Each profile's
+// writable: directories are made absolute. The model alias mapping is read
+// with the profiles (Set.ResolveModel); a bad one is kept as an error that
+// only aliases needing it meet. Load never fails as a whole; it is safe for
+// concurrent use.
 func Load(opts LoadOptions) *Set {
 	return load(opts, nil).set
 }
@@ -117,7 +133,8 @@ type loaded struct {
 // a profile from that same source path, that profile stays in use instead of
 // being dropped, and its problem is reported in kept.
 func load(opts LoadOptions, previous map[string]Profile) loaded {
-	set := &Set{byName: map[string]Profile{}, inkAgentsDir: displayDir(opts)}
+	set := &Set{byName: map[string]Profile{}, bySlug: map[string]string{}, inkAgentsDir: displayDir(opts)}
+	set.aliases, set.aliasErr = LoadModelAliases(opts.InkHome, opts.Env)
 	out := loaded{set: set, good: map[string]Profile{}}
 	sources := map[string][]string{} // name -> sources in load order
 	seenDirs := map[string]bool{}
@@ -128,22 +145,27 @@ func load(opts LoadOptions, previous map[string]Profile) loaded {
 			continue // e.g. the project is $HOME: its .claude/agents is loaded once
 		}
 		seenDirs[key] = true
-		files, problem := profileFiles(dir.path)
+		tree, problem := walkProfiles(dir.path)
 		if problem != nil {
 			set.problems = append(set.problems, *problem)
 			continue
 		}
 		if dir.project && !trusted {
-			if len(files) > 0 {
+			if len(tree.files) > 0 {
 				set.untrustedRoot = opts.ProjectRoot
 				set.untrustedDirs = append(set.untrustedDirs, dir.path)
-				set.untrustedCount += len(files)
+				set.untrustedCount += len(tree.files)
 			}
 			continue
 		}
 		set.dirs = append(set.dirs, dir.path)
-		for _, path := range files {
+		set.watchDirs = append(set.watchDirs, tree.dirs...)
+		set.warnings = append(set.warnings, tree.warnings...)
+		for _, path := range tree.files {
 			p, err := readProfile(path)
+			if errors.Is(err, errNotAProfile) {
+				continue
+			}
 			if err != nil {
 				var problem Problem
 				if !errors.As(err, &problem) {
@@ -158,6 +180,7 @@ func load(opts LoadOptions, previous map[string]Profile) loaded {
 				p = old
 			}
 			p.Dir = dir.path
+			p.Writable = resolveWritable(p.Writable, opts)
 			out.good[p.Source] = p
 			sources[p.Name] = append(sources[p.Name], p.Source)
 			set.byName[p.Name] = p
@@ -166,13 +189,67 @@ func load(opts LoadOptions, previous map[string]Profile) loaded {
 	for name := range set.byName {
 		set.names = append(set.names, name)
 	}
-	sort.Strings(set.names)
+	sortNames(set.names)
 	for _, name := range set.names {
 		list := sources[name]
 		winner := list[len(list)-1]
+		if len(list) > 1 {
+			p := set.byName[name]
+			p.Notes = append(p.Notes, fmt.Sprintf("agent %q is also defined in %s; this file (%s) is used, as the later one in load order", name, strings.Join(list[:len(list)-1], ", "), winner))
+			set.byName[name] = p
+		}
 		for _, shadowed := range list[:len(list)-1] {
 			set.shadowed = append(set.shadowed, Shadow{Name: name, Winner: winner, Shadowed: shadowed})
 		}
+	}
+	// A slug names an agent when no agent has it as its name and no other
+	// agent has the same slug.
+	slugCount := map[string]int{}
+	for _, name := range set.names {
+		slugCount[set.byName[name].Slug]++
+	}
+	for _, name := range set.names {
+		slug := set.byName[name].Slug
+		if slug == "" || slug == name || slugCount[slug] > 1 {
+			continue
+		}
+		if _, taken := set.byName[slug]; taken {
+			continue
+		}
+		set.bySlug[slug] = name
+	}
+	return out
+}
+
+// sortNames sorts agent names as people read a list: ignoring case, then
+// byte order.
+func sortNames(names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		a, b := strings.ToLower(names[i]), strings.ToLower(names[j])
+		if a != b {
+			return a < b
+		}
+		return names[i] < names[j]
+	})
+}
+
+// resolveWritable makes a profile's writable: directories absolute: "~/"
+// against the home directory, relative ones against the project root.
+func resolveWritable(dirs []string, opts LoadOptions) []string {
+	if dirs == nil {
+		return nil
+	}
+	out := make([]string, 0, len(dirs))
+	for _, dir := range dirs {
+		switch {
+		case dir == "~" && opts.Home != "":
+			dir = opts.Home
+		case strings.HasPrefix(dir, "~/") && opts.Home != "":
+			dir = filepath.Join(opts.Home, dir[2:])
+		case !filepath.IsAbs(dir) && opts.ProjectRoot != "":
+			dir = filepath.Join(opts.ProjectRoot, dir)
+		}
+		out = appendUnique(out, filepath.Clean(dir))
 	}
 	return out
 }
@@ -198,47 +275,10 @@ func readProfile(path string) (Profile, error) {
 	if err != nil {
 		return Profile{}, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))}
 	}
+	if collectionDoc(path, data) {
+		return Profile{}, errNotAProfile
+	}
 	return Parse(path, data)
-}
-
-// profileFiles lists the *.md files of dir, sorted, skipping hidden files
-// (editor locks and swap files) and directories. A missing directory has no
-// files; an unreadable one is a problem.
-func profileFiles(dir string) ([]string, *Problem) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, &Problem{Path: dir, Reason: fmt.Sprintf("cannot read the agents directory: %v", unwrapPathError(err))}
-	}
-	var files []string
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		if e.IsDir() {
-			continue
-		}
-		if e.Type()&fs.ModeSymlink != 0 {
-			if info, err := os.Stat(path); err == nil && info.IsDir() {
-				continue
-			}
-		}
-		files = append(files, path)
-	}
-	sort.Strings(files) // ReadDir sorts already; keep it explicit
-	return files, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // sourceKey is how a file is remembered across reloads.
@@ -262,16 +302,52 @@ func realDir(dir string) string {
 
 func sameDir(a, b string) bool { return realDir(a) == realDir(b) }
 
-// Get returns the profile named name.
+// Get returns the profile named name, as written in its file or as its
+// slug (see Slug), when the slug names one agent only.
 func (s *Set) Get(name string) (Profile, bool) {
 	if s == nil {
 		return Profile{}, false
 	}
-	p, ok := s.byName[name]
-	return p.clone(), ok
+	if p, ok := s.byName[name]; ok {
+		return p.clone(), true
+	}
+	if full, ok := s.bySlug[Slug(name)]; ok {
+		return s.byName[full].clone(), true
+	}
+	return Profile{}, false
 }
 
-// All returns every loaded profile, sorted by name.
+// ResolveModel resolves p's model against its parent's binding with the
+// model aliases loaded with this set ($INK_HOME/models.yaml and the
+// INK_MODEL_ variables as of the load); see the package function
+// ResolveModel.
+func (s *Set) ResolveModel(p Profile, parent model.Binding) (model.Binding, string, error) {
+	var aliases *ModelAliases
+	if s != nil {
+		aliases = s.aliases
+	}
+	return ResolveModel(p, parent, aliases)
+}
+
+// ModelAliases returns the model aliases loaded with this set, and why
+// they could not be read in full (nil when they could).
+func (s *Set) ModelAliases() (*ModelAliases, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return s.aliases, s.aliasErr
+}
+
+// Warnings returns what was read but not followed while loading (symbolic
+// link loops, unreadable subdirectories), in load order.
+func (s *Set) Warnings() []Problem {
+	if s == nil {
+		return nil
+	}
+	return append([]Problem(nil), s.warnings...)
+}
+
+// All returns every loaded profile, sorted by name (ignoring case).
 func (s *Set) All() []Profile {
 	if s == nil {
 		return nil
@@ -283,7 +359,7 @@ func (s *Set) All() []Profile {
 	return all
 }
 
-// Names returns the names of the loaded profiles, sorted.
+// Names returns the names of the loaded profiles, sorted (ignoring case).
 func (s *Set) Names() []string {
 	if s == nil {
 		return nil
@@ -346,8 +422,14 @@ func (p Profile) clone() Profile {
 	if p.Notes != nil {
 		p.Notes = append([]string(nil), p.Notes...)
 	}
-	if p.UnknownTools != nil {
-		p.UnknownTools = append([]string(nil), p.UnknownTools...)
+	for _, list := range []*[]string{&p.UnknownTools, &p.DroppedTools, &p.UnknownFields, &p.Writable} {
+		if *list != nil {
+			*list = append([]string(nil), *list...)
+		}
+	}
+	if p.StrictYAML != nil {
+		pr := *p.StrictYAML
+		p.StrictYAML = &pr
 	}
 	if p.Worktree != nil {
 		w := *p.Worktree

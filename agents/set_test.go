@@ -132,7 +132,7 @@ func TestLoadSkipsBadFilesAndLoadsTheRest(t *testing.T) {
 	}
 
 	set := Load(LoadOptions{Home: l.home, InkHome: l.inkHome})
-	want := "architect,code-reviewer,debugger,explorer,refactorer,release-notes,researcher,security-auditor,test-runner"
+	want := "ab-test-analyst,architect,code-reviewer,debugger,doc-writer,explorer,Python Testing Expert,refactorer,release-notes,researcher,security-auditor,team-lead,test-runner"
 	if got := strings.Join(set.Names(), ","); got != want {
 		t.Errorf("loaded %s\nwant %s", got, want)
 	}
@@ -140,7 +140,7 @@ func TestLoadSkipsBadFilesAndLoadsTheRest(t *testing.T) {
 	for _, p := range set.Problems() {
 		got = append(got, p.Error())
 	}
-	if len(wantProblems) != 16 || strings.Join(got, "\n") != strings.Join(wantProblems, "\n") {
+	if len(wantProblems) != 17 || strings.Join(got, "\n") != strings.Join(wantProblems, "\n") {
 		t.Errorf("problems\n got: %s\nwant: %s", strings.Join(got, "\n"), strings.Join(wantProblems, "\n"))
 	}
 	for _, p := range set.Problems() {
@@ -281,27 +281,33 @@ func TestCheck(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b.md"), profileText("reviewer", "second"))
 	writeFile(t, filepath.Join(dir, "c.md"), "no frontmatter\n")
 	writeFile(t, filepath.Join(dir, "d.md"), profileText("fine", "ok"))
-	got := Check(dir)
+	writeFile(t, filepath.Join(dir, "e.md"), "---\nname: e\ntimeout: 0\nthinking: loud\nmodle: opus\n---\n")
+	got := Check(dir, CheckOptions{})
 	want := []string{
-		filepath.Join(dir, "b.md") + `:2: name "reviewer" is also used by ` + filepath.Join(dir, "a.md") + "; only this file is loaded, rename one of them",
+		filepath.Join(dir, "b.md") + `:2: name "reviewer" is also used by ` + filepath.Join(dir, "a.md") + "; this later file is the one loaded (rename one of them to keep both)",
 		filepath.Join(dir, "c.md") + ":1: no frontmatter: the file must start with a line '---'",
+		filepath.Join(dir, "e.md") + `:1: missing required field "description": add a line "description: when to use this agent" to the frontmatter`,
+		filepath.Join(dir, "e.md") + ":3: timeout must be a positive whole number of seconds (e.g. timeout: 600); got \"0\"",
+		filepath.Join(dir, "e.md") + ":4: thinking must be one of off, minimal, low, medium, high, xhigh, max; got \"loud\"",
+		filepath.Join(dir, "e.md") + `:5: unknown field "modle" ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, sandbox, writable)`,
 	}
+	warning := map[int]bool{0: true, 5: true}
 	if len(got) != len(want) {
 		t.Fatalf("Check = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i].Error() != want[i] {
-			t.Errorf("problem %d\n got: %s\nwant: %s", i, got[i], want[i])
+		if got[i].Error() != want[i] || got[i].Warning != warning[i] {
+			t.Errorf("problem %d\n got: %s (warning %v)\nwant: %s (warning %v)", i, got[i], got[i].Warning, want[i], warning[i])
 		}
 	}
 
 	clean := t.TempDir()
 	writeFile(t, filepath.Join(clean, "ok.md"), profileText("ok", "fine"))
-	if got := Check(clean); len(got) != 0 {
+	if got := Check(clean, CheckOptions{}); len(got) != 0 {
 		t.Errorf("Check of a clean dir = %v", got)
 	}
 	missing := filepath.Join(clean, "nope")
-	if got := Check(missing); len(got) != 1 || !strings.Contains(got[0].Error(), "cannot read the agents directory") {
+	if got := Check(missing, CheckOptions{}); len(got) != 1 || !strings.Contains(got[0].Error(), "cannot read the agents directory") {
 		t.Errorf("Check of a missing dir = %v", got)
 	}
 }

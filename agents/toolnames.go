@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -9,8 +10,8 @@ import (
 // profile's tools are drawn from these.
 var InkTools = []string{"read", "grep", "find", "ls", "edit", "write", "bash", "task"}
 
-// claudeToolNames maps Claude Code tool names to ink's. Lookups are case
-// insensitive (keys are lower case).
+// claudeToolNames maps the Claude Code tools ink has to ink's names.
+// Lookups are case insensitive (keys are lower case).
 var claudeToolNames = map[string]string{
 	"read":      "read",
 	"grep":      "grep",
@@ -22,30 +23,118 @@ var claudeToolNames = map[string]string{
 	"bash":      "bash",
 }
 
-// inkToolName maps a tool name as written in a profile to ink's name. When
-// ink has no such tool it returns "" and a note that says why the tool was
-// dropped.
-func inkToolName(written string) (name, note string) {
+// ClaudeCodeTools lists the tool names Claude Code 2.1 knows (besides MCP
+// tools, mcp__SERVER__TOOL), as a profile's tools: line writes them. Those
+// in claudeToolNames map to ink's tools; the others are dropped with a note.
+var ClaudeCodeTools = []string{
+	"Read", "Write", "Edit", "MultiEdit", "Bash", "Grep", "Glob", "LS",
+	"NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite", "TodoRead",
+	"Task", "Agent", "TaskCreate", "TaskList", "TaskUpdate", "TaskGet", "TaskOutput", "TaskStop",
+	"SendMessage", "EnterWorktree", "ExitWorktree", "LSP", "KillShell", "KillBash", "BashOutput",
+	"ExitPlanMode", "EnterPlanMode", "Skill", "SlashCommand", "AskUserQuestion",
+	"ListMcpResourcesTool", "ReadMcpResourceTool", "ToolSearch", "TeamCreate", "TeamDelete",
+	"PowerShell", "Monitor", "CronCreate", "CronDelete", "CronList",
+}
+
+// claudeOnlyTools are the ClaudeCodeTools ink lacks, lower case.
+var claudeOnlyTools = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range ClaudeCodeTools {
+		lower := strings.ToLower(name)
+		if _, ok := claudeToolNames[lower]; !ok {
+			m[lower] = true
+		}
+	}
+	return m
+}()
+
+// dropReason is why a listed tool is left out of a profile's tools.
+type dropReason int
+
+const (
+	dropNone    dropReason = iota
+	dropClaude             // a Claude Code tool ink lacks
+	dropTask               // Claude Code's Task/Agent
+	dropPattern            // a permission pattern such as Bash(git:*)
+	dropMCP                // an MCP tool
+	dropUnknown            // a name no one knows
+)
+
+// inkToolName maps a tool name as written in a profile to ink's name, or
+// says why ink has no such tool.
+func inkToolName(written string) (string, dropReason) {
 	if written == "Task" || written == "Agent" {
-		return "", fmt.Sprintf("tool %q dropped: write \"task\" to let this agent delegate (it is granted only while depth allows)", written)
+		return "", dropTask
 	}
 	lower := strings.ToLower(written)
 	if name, ok := claudeToolNames[lower]; ok {
-		return name, ""
+		return name, dropNone
 	}
 	if contains(InkTools, lower) {
-		return lower, ""
-	}
-	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
-		base := written[:open]
-		if name, ok := claudeToolNames[strings.ToLower(base)]; ok {
-			return "", fmt.Sprintf("tool %q dropped: ink cannot limit %s to some arguments; list %q to allow it fully", written, name, name)
-		}
+		return lower, dropNone
 	}
 	if strings.HasPrefix(written, "mcp__") {
-		return "", fmt.Sprintf("tool %q dropped: ink does not connect to MCP servers", written)
+		return "", dropMCP
 	}
-	return "", fmt.Sprintf("tool %q dropped: ink has no such tool (ink's tools: %s)", written, strings.Join(InkTools, ", "))
+	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
+		switch _, why := inkToolName(written[:open]); why {
+		case dropNone:
+			return "", dropPattern
+		default:
+			return "", why
+		}
+	}
+	if claudeOnlyTools[lower] {
+		return "", dropClaude
+	}
+	return "", dropUnknown
+}
+
+// droppedTools collects the tools left out of a profile, by reason, in the
+// order listed.
+type droppedTools struct {
+	byReason map[dropReason][]string
+	order    []string
+}
+
+func (d *droppedTools) add(written string, why dropReason) {
+	if d.byReason == nil {
+		d.byReason = map[dropReason][]string{}
+	}
+	if contains(d.order, written) {
+		return
+	}
+	d.order = append(d.order, written)
+	d.byReason[why] = append(d.byReason[why], written)
+}
+
+func (d *droppedTools) empty() bool { return len(d.order) == 0 }
+
+func (d *droppedTools) all() []string { return append([]string(nil), d.order...) }
+
+func (d *droppedTools) unknown() []string {
+	return append([]string(nil), d.byReason[dropUnknown]...)
+}
+
+// summary says in one line which tools were dropped and why, grouped by
+// reason.
+func (d *droppedTools) summary() string {
+	var parts []string
+	for _, g := range []struct {
+		why  dropReason
+		text string
+	}{
+		{dropClaude, "Claude Code tools ink lacks"},
+		{dropTask, `ink's delegation tool is "task", granted only while --max-depth allows`},
+		{dropPattern, "ink cannot limit a tool to some arguments; list the tool alone to allow it fully"},
+		{dropMCP, "ink does not connect to MCP servers"},
+		{dropUnknown, "no tool has this name; ink's tools are " + strings.Join(InkTools, ", ")},
+	} {
+		if names := d.byReason[g.why]; len(names) > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%s)", strings.Join(names, ", "), g.text))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // deniedToolName maps a name in Claude Code's disallowedTools to the ink
@@ -66,28 +155,55 @@ func deniedToolName(written string) (name, note string) {
 	return name, ""
 }
 
-// claudeOnlyTools are Claude Code tools ink lacks (lower case). A profile
-// that lists one is read as it is: the tool is dropped with a note.
-var claudeOnlyTools = map[string]bool{
-	"webfetch": true, "websearch": true, "notebookedit": true, "notebookread": true,
-	"todowrite": true, "todoread": true, "bashoutput": true, "killshell": true, "killbash": true,
-	"slashcommand": true, "exitplanmode": true, "skill": true, "askuserquestion": true,
-	"listmcpresourcestool": true, "readmcpresourcetool": true, "task": true, "agent": true,
-}
-
-// knownToolElsewhere reports whether written names a tool that exists
-// somewhere, in ink or in Claude Code (MCP tools and argument patterns of
-// known tools included), as opposed to a name nobody knows.
-func knownToolElsewhere(written string) bool {
-	lower := strings.ToLower(written)
-	if claudeOnlyTools[lower] || strings.HasPrefix(written, "mcp__") || contains(InkTools, lower) {
-		return true
+// ChildTools gives the tools a child with this profile runs with, and at
+// most one note saying what was left out and why. available is the pool
+// the child may draw from, in order (its parent's tools, less task when
+// the depth limit forbids it); withheld says, for a tool the parent has
+// but the child may not (task at the depth limit), why.
+//
+// A profile without a tools: line gets all of available. Otherwise the
+// profile's tools are kept in their listed order when available; a listed
+// tool that is not (withheld, or missing from the parent), and every tool
+// already dropped when the profile was read (Claude Code tools ink lacks,
+// unknown names), is left out and named in the note. A child is never
+// refused for its tools: it runs with what remains, possibly none.
+func (p Profile) ChildTools(available []string, withheld map[string]string) (tools []string, note string) {
+	var out []string
+	var notHere []string
+	if p.Tools == nil {
+		out = append([]string(nil), available...)
+	} else {
+		out = []string{}
+		for _, t := range p.Tools {
+			switch {
+			case contains(available, t):
+				out = appendUnique(out, t)
+			case withheld[t] != "":
+				notHere = append(notHere, fmt.Sprintf("%s (%s)", t, withheld[t]))
+			default:
+				notHere = append(notHere, fmt.Sprintf("%s (not among its parent's tools)", t))
+			}
+		}
 	}
-	if _, ok := claudeToolNames[lower]; ok {
-		return true
+	var parts []string
+	if len(notHere) > 0 {
+		sort.Strings(notHere)
+		parts = append(parts, strings.Join(notHere, "; "))
 	}
-	if open := strings.IndexByte(written, '('); open > 0 && strings.HasSuffix(written, ")") {
-		return knownToolElsewhere(written[:open])
+	if len(p.DroppedTools) > 0 {
+		d := droppedTools{}
+		for _, written := range p.DroppedTools {
+			_, why := inkToolName(written)
+			if why == dropNone {
+				why = dropUnknown
+			}
+			d.add(written, why)
+		}
+		parts = append(parts, d.summary())
 	}
-	return false
+	if len(parts) == 0 {
+		return out, ""
+	}
+	return out, fmt.Sprintf("agent %q runs without some tools it lists: %s; it runs with %s (tools: line of %s)",
+		p.Name, strings.Join(parts, "; "), describeTools(out), p.Source)
 }

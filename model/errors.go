@@ -177,12 +177,27 @@ func NewHTTPError(f HTTPFailure, now time.Time) *ProviderError {
 }
 
 // NewTransportError classifies an error that is not an HTTP error response:
-// a cancelled context, a reset or refused connection, a stream that broke.
+// a cancelled context, a reset or refused connection, a stream that broke,
+// a request or stream that stalled (*StallError: transient, or a stream
+// cut once part of the reply arrived).
 // contentSeen says whether any part of the reply had arrived; a break after
 // that is a stream cut, before it a transient failure.
 func NewTransportError(provider string, err error, contentSeen bool) *ProviderError {
 	pe := &ProviderError{Provider: provider, Err: err}
+	var stall *StallError
 	switch {
+	case errors.As(err, &stall) && contentSeen:
+		pe.Kind = KindStreamCut
+		pe.Reason = "stream stalled"
+		pe.Message = fmt.Sprintf("%s: %s; the reply is partial and its usage incomplete", provider, stall)
+	case errors.As(err, &stall):
+		pe.Kind = KindTransient
+		pe.Reason = "stalled"
+		if stall.Headers {
+			pe.Reason = "no response headers"
+		}
+		pe.Reason += " for " + stall.After.String()
+		pe.Message = fmt.Sprintf("%s: %s", provider, stall)
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		pe.Kind = KindCanceled
 		pe.Reason = "canceled"

@@ -56,8 +56,6 @@ func TestRejectionsChangeNothing(t *testing.T) {
 			want: []string{"is not inside a git repository; retry the task without worktree"}},
 		{name: "profile asks for a worktree outside git", args: `{"prompt":"x","agent":"fixer"}`, profiles: map[string]string{"fixer": "worktree: true\n"},
 			want: []string{"is not inside a git repository; retry the task without worktree"}},
-		{name: "profile lists tools it cannot have", args: `{"prompt":"x","agent":"boss"}`, profiles: map[string]string{"boss": "tools: read, task\n"},
-			want: []string{`task: agent "boss" lists tools it cannot have: task (task is not available at depth 1 with --max-depth 1`, "Available tools: read, grep, find, ls, edit, write, bash.", "boss.md"}},
 		{name: "profile model script missing", args: `{"prompt":"x","agent":"scripted"}`, profiles: map[string]string{"scripted": "model: script:nothere.yaml\n"},
 			want: []string{`task: agent "scripted": model script:nothere.yaml: no such script file`, "fix the model: line of"}},
 		{name: "profile provider without a key", args: `{"prompt":"x","agent":"gpt"}`, profiles: map[string]string{"gpt": "model: openai/gpt-5-mini\n"},

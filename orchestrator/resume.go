@@ -148,7 +148,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// Model.
 	binding := parent.binding
 	if prof != nil {
-		if b, err := o.profileBinding(*prof, parent.binding); err == nil {
+		if b, _, err := o.profileBinding(*prof, parent.binding); err == nil {
 			binding = b
 		}
 	}
@@ -157,22 +157,17 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 
 	// Tools.
-	pool, err := o.childTools(parent, prof)
-	if err != nil {
-		add("tools-drift", "%v", err)
-	} else if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
+	pool, _ := o.childTools(parent, prof)
+	if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
 		add("tools-drift", "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
 	}
 
 	// Sandbox.
-	var box bashSandbox
-	if pool != nil {
-		var err error
-		if box, err = o.sandboxFor(parent.label, parent.sessionID, pool, prof); err != nil {
-			add("sandbox-drift", "%v", err)
-		} else if why := sandboxDrift(launch.Sandbox, box); why != "" {
-			add("sandbox-drift", "%s", why)
-		}
+	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof)
+	if err != nil {
+		add("sandbox-drift", "%v", err)
+	} else if why := sandboxDrift(launch.Sandbox, box); why != "" {
+		add("sandbox-drift", "%s", why)
 	}
 	plan.sandbox = box
 

@@ -75,7 +75,10 @@ func sandboxDrift(launched *session.SandboxRef, now bashSandbox) string {
 }
 
 // profileSandbox is the sandbox a profile asks for: its sandbox: mode and
-// writable: directories.
+// writable: directories (none without a profile).
 func profileSandbox(prof *agents.Profile) (string, []string) {
-	return "", nil // TODO(merge agents-cc): prof.Sandbox, prof.Writable
+	if prof == nil {
+		return "", nil
+	}
+	return prof.Sandbox, prof.Writable
 }

@@ -76,6 +76,9 @@ func (o *Orchestrator) task(ctx context.Context, parent *agentRun, call taskCall
 	if reason != "" {
 		return o.reject(parent, call, args, reason)
 	}
+	for _, note := range plan.notes {
+		o.Warn(call.label, note)
+	}
 	return o.launchChild(ctx, parent, call, args, plan)
 }
 
@@ -87,6 +90,9 @@ type childPlan struct {
 	tools    []string
 	worktree bool
 	sandbox  bashSandbox
+	// notes tell the user what was adapted (an alias that fell back to the
+	// parent's model, tools the child runs without); they become warnings.
+	notes []string
 }
 
 // planChild runs the checks of a new child in their documented order —
@@ -109,9 +115,12 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	}
 	plan.binding = parent.binding
 	if prof := plan.profile; prof != nil {
-		b, err := o.profileBinding(*prof, parent.binding)
+		b, note, err := o.profileBinding(*prof, parent.binding)
 		if err != nil {
 			return plan, "task: " + err.Error()
+		}
+		if note != "" {
+			plan.notes = append(plan.notes, note)
 		}
 		if b.Provider != "script" && b != parent.binding {
 			// The profile's own provider must be usable (its key set)
@@ -133,11 +142,12 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 			return plan, fmt.Sprintf("task: %v", err)
 		}
 	}
-	pool, err := o.childTools(parent, plan.profile)
-	if err != nil {
-		return plan, err.Error()
+	pool, note := o.childTools(parent, plan.profile)
+	if note != "" {
+		plan.notes = append(plan.notes, note)
 	}
 	plan.tools = pool
+	var err error
 	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile); err != nil {
 		return plan, fmt.Sprintf("task: %v", err)
 	}
@@ -266,56 +276,23 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 }
 
 // childTools is the child's pool: the parent's tools minus task (unless the
-// depth allows it), narrowed by the profile's tools in listed order. A
-// profile without a tools line gets that whole pool; one whose listed tools
-// were all dropped (tools ink lacks) gets no tools. A listed tool the pool
-// lacks is a rejection that names what is available.
-func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]string, error) {
+// depth allows it), narrowed by the profile's tools (agents.Profile.ChildTools),
+// and at most one note naming the listed tools the child runs without. A
+// child is never refused for its tools.
+func (o *Orchestrator) childTools(parent *agentRun, prof *agents.Profile) ([]string, string) {
 	var base []string
+	withheld := map[string]string{}
 	for _, t := range parent.tools {
 		if t == "task" && parent.depth+2 > o.cfg.MaxDepth {
+			withheld[t] = fmt.Sprintf("not available at depth %d with --max-depth %d; raise --max-depth to let this agent delegate", parent.depth+1, o.cfg.MaxDepth)
 			continue
 		}
 		base = append(base, t)
 	}
 	if prof == nil {
-		return base, nil
+		return base, ""
 	}
-	var unknown []string
-	unknown = append(unknown, prof.UnknownTools...)
-	if prof.Tools == nil && len(unknown) == 0 {
-		return base, nil
-	}
-	out := []string{}
-	for _, t := range prof.Tools {
-		if contains(base, t) {
-			if !contains(out, t) {
-				out = append(out, t)
-			}
-		} else if !contains(unknown, t) {
-			unknown = append(unknown, t)
-		}
-	}
-	if len(unknown) == 0 {
-		return out, nil
-	}
-	var why []string
-	for _, t := range unknown {
-		switch {
-		case t == "task" && contains(parent.tools, "task"):
-			why = append(why, fmt.Sprintf("task is not available at depth %d with --max-depth %d, raise --max-depth to let this agent delegate", parent.depth+1, o.cfg.MaxDepth))
-		case contains(agents.InkTools, t):
-			why = append(why, fmt.Sprintf("%s is not among the parent's tools", t))
-		default:
-			why = append(why, fmt.Sprintf("ink has no tool %q", t))
-		}
-	}
-	avail := strings.Join(base, ", ")
-	if avail == "" {
-		avail = "none"
-	}
-	return nil, fmt.Errorf("task: agent %q lists tools it cannot have: %s (%s). Available tools: %s. Fix the tools: line of %s, or remove it to give the agent every available tool",
-		prof.Name, strings.Join(unknown, ", "), strings.Join(why, "; "), avail, prof.Source)
+	return prof.ChildTools(base, withheld)
 }
 
 // profileSet is the current agent profiles, or nil.
@@ -338,22 +315,25 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 }
 
 // profileBinding resolves a profile's model against its parent's binding
-// (agents.ResolveModel) and gives it its effective endpoint. A relative
-// script:PATH is read from the profile's own directory, and must exist.
-func (o *Orchestrator) profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, error) {
-	b, err := agents.ResolveModel(prof, parent)
+// (agents.Set.ResolveModel: Claude aliases, models.yaml) and gives it its
+// effective endpoint, with at most one note for the user (an alias that
+// fell back to the parent's model). A relative script:PATH is read from the
+// directory of the profile file, and must exist.
+func (o *Orchestrator) profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, string, error) {
+	b, note, err := o.profileSet().ResolveModel(prof, parent)
 	if err != nil {
-		return model.Binding{}, err
+		return model.Binding{}, "", err
 	}
 	if b.Provider == "script" && b != parent {
+		dir := filepath.Dir(prof.Source) // the profile file's own directory, a subdirectory too
 		if !filepath.IsAbs(b.Model) {
-			b.Model = filepath.Join(prof.Dir, b.Model)
+			b.Model = filepath.Join(dir, b.Model)
 		}
 		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
-			return model.Binding{}, fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, prof.Dir, prof.Source)
+			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, dir, prof.Source)
 		}
 	}
-	return providers.Resolve(b, o.getenv), nil
+	return providers.Resolve(b, o.getenv), note, nil
 }
 
 // timeoutFor applies the timeout precedence: the call's timeoutMs, else the

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 )
 
@@ -64,8 +65,26 @@ func profileJSON(p agents.Profile) map[string]any {
 	if p.Thinking != "" {
 		m["thinking"] = p.Thinking
 	}
+	if p.Slug != "" && p.Slug != p.Name {
+		m["slug"] = p.Slug
+	}
+	if len(p.DroppedTools) > 0 {
+		m["droppedTools"] = p.DroppedTools
+	}
 	if len(p.UnknownTools) > 0 {
 		m["unknownTools"] = p.UnknownTools
+	}
+	if p.Sandbox != "" {
+		m["sandbox"] = p.Sandbox
+	}
+	if p.Writable != nil {
+		m["writable"] = p.Writable
+	}
+	if len(p.UnknownFields) > 0 {
+		m["unknownFields"] = p.UnknownFields
+	}
+	if p.StrictYAML != nil {
+		m["strictYAML"] = p.StrictYAML.Error()
 	}
 	if len(p.Notes) > 0 {
 		m["notes"] = p.Notes
@@ -107,19 +126,42 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			aliases, _ := set.ModelAliases()
 			if g.json {
-				return json.NewEncoder(os.Stdout).Encode(profileJSON(p))
+				m := profileJSON(p)
+				if on, elsewhere, ok := aliasResolution(p, aliases); ok {
+					m["modelAlias"] = map[string]string{"anthropic": on, "elsewhere": elsewhere}
+				}
+				return json.NewEncoder(os.Stdout).Encode(m)
 			}
-			showProfile(os.Stdout, p)
+			showProfile(os.Stdout, p, aliases)
 			return nil
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newAgentsCheckCmd(g))
+	return cmd
+}
+
+// newAgentsCheckCmd is `ink agents check [DIR] [--strict] [--json]`.
+func newAgentsCheckCmd(g *globals) *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
 		Use:   "check [DIR]",
-		Short: "Report every problem in the profiles of DIR (default: every profile directory of this project); exit 1 if any",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Report every problem in the profiles of DIR (default: every profile directory of this project) and the model alias file; exit 1 on errors",
+		Long: "ink agents check reads every profile file (*.md, in subdirectories too) of DIR, or of every profile\n" +
+			"directory of this project, and lists every problem of every file, by line: errors (the file is\n" +
+			"skipped) and warnings (the file loads, but something is dropped or ignored: tools ink lacks,\n" +
+			"unknown fields, Claude model aliases that fall back to the parent's model, duplicate names).\n" +
+			"It exits 1 when there is an error; warnings alone exit 0. --strict also reports, as errors,\n" +
+			"frontmatter that is not valid YAML but that ink reads line by line as Claude Code does.\n" +
+			"--json prints one JSON document.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var dirs []string
+			home, err := inkHome()
+			if err != nil {
+				return err
+			}
+			var dirs, searched []string
 			if len(args) == 1 {
 				dir, err := filepath.Abs(args[0])
 				if err != nil {
@@ -136,31 +178,122 @@ func newAgentsCmd(g *globals) *cobra.Command {
 				}
 				// Every directory that exists, untrusted project ones
 				// included: reading a profile to check it runs nothing.
-				for _, d := range opts.Dirs() {
+				searched = opts.Dirs()
+				for _, d := range searched {
 					if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 						dirs = append(dirs, d)
 					}
 				}
-				if len(dirs) == 0 {
-					fmt.Printf("no profile directories exist; searched %s\n", strings.Join(opts.Dirs(), ", "))
-					return nil
+			}
+			checkOpts := agents.CheckOptions{Strict: strict}
+			if g.model != "" {
+				b, err := model.ParseBinding(g.model)
+				if err != nil {
+					return usageErr("--model: %v", err)
+				}
+				checkOpts.Parent = &b
+			}
+			aliases, aliasErr := agents.LoadModelAliases(home, os.Getenv)
+			checkOpts.Aliases = aliases
+			var problems []agents.Problem
+			if aliasErr != nil {
+				problems = append(problems, agents.Problem{Path: aliases.File, Reason: aliasErr.Error()})
+			}
+			for _, d := range dirs {
+				problems = append(problems, agents.Check(d, checkOpts)...)
+			}
+			errs, warnings := 0, 0
+			for _, p := range problems {
+				if p.Warning {
+					warnings++
+				} else {
+					errs++
 				}
 			}
-			var problems []agents.Problem
-			for _, d := range dirs {
-				problems = append(problems, agents.Check(d)...)
+			if g.json {
+				if err := checkJSON(os.Stdout, dirs, searched, aliases.File, problems, errs, warnings); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range problems {
+					fmt.Println(checkLine(p))
+				}
+				switch {
+				case len(dirs) == 0 && errs == 0:
+					fmt.Printf("no profile directories exist; searched %s\n", strings.Join(searched, ", "))
+				case errs == 0 && warnings == 0:
+					fmt.Printf("no problems in %s\n", strings.Join(dirs, ", "))
+				case errs == 0:
+					fmt.Printf("%s in %s; no errors: every file loads\n", plural(warnings, "warning"), strings.Join(dirs, ", "))
+				}
 			}
-			for _, p := range problems {
-				fmt.Println(p.String())
+			if errs > 0 {
+				where := strings.Join(dirs, ", ")
+				if where == "" {
+					where = aliases.File
+				}
+				msg := fmt.Sprintf("%s in %s; fix them and run `ink agents check` again", plural(errs, "error"), where)
+				if warnings > 0 {
+					msg = fmt.Sprintf("%s and %s in %s; fix the errors and run `ink agents check` again", plural(errs, "error"), plural(warnings, "warning"), where)
+				}
+				return &exitError{code: exitFailed, msg: msg}
 			}
-			if len(problems) > 0 {
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d problem(s) in %s; fix them and run `ink agents check` again", len(problems), strings.Join(dirs, ", "))}
-			}
-			fmt.Printf("no problems in %s\n", strings.Join(dirs, ", "))
 			return nil
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "also report frontmatter that strict YAML rejects (ink and Claude Code still read it line by line)")
 	return cmd
+}
+
+// checkLine renders one problem as `ink agents check` prints it: errors as
+// PATH:LINE: reason, warnings as PATH:LINE: warning: reason.
+func checkLine(p agents.Problem) string {
+	if !p.Warning {
+		return p.String()
+	}
+	w := p
+	w.Reason = "warning: " + p.Reason
+	return w.String()
+}
+
+// checkJSON prints the outcome of `ink agents check --json` as one
+// document.
+func checkJSON(w io.Writer, dirs, searched []string, aliasFile string, problems []agents.Problem, errs, warnings int) error {
+	type problemJSON struct {
+		Path     string `json:"path"`
+		Line     int    `json:"line,omitempty"`
+		Severity string `json:"severity"`
+		Reason   string `json:"reason"`
+		Text     string `json:"text"`
+	}
+	doc := struct {
+		Dirs       []string      `json:"dirs"`
+		Searched   []string      `json:"searched,omitempty"`
+		ModelsFile string        `json:"modelsFile,omitempty"`
+		Errors     int           `json:"errors"`
+		Warnings   int           `json:"warnings"`
+		Problems   []problemJSON `json:"problems"`
+	}{Dirs: dirs, Searched: searched, ModelsFile: aliasFile, Errors: errs, Warnings: warnings, Problems: []problemJSON{}}
+	if doc.Dirs == nil {
+		doc.Dirs = []string{}
+	}
+	for _, p := range problems {
+		doc.Problems = append(doc.Problems, problemJSON{Path: p.Path, Line: p.Line, Severity: p.Severity(), Reason: p.Reason, Text: checkLine(p)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// plural renders "1 error", "3 errors".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // agentsJSON prints one object per line: every loaded agent, then every
@@ -219,8 +352,8 @@ func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
 			strings.Join(opts.Dirs(), ", "), filepath.Join(opts.InkHome, "agents"))
 	}
 	for _, p := range all {
-		if len(p.UnknownTools) > 0 {
-			fmt.Fprintf(w, "refused: agent %s lists unknown tools %s; fix the tools: line of %s\n", p.Name, strings.Join(p.UnknownTools, ", "), p.Source)
+		if len(p.DroppedTools) > 0 {
+			fmt.Fprintf(w, "dropped: agent %s runs without %s (tools ink lacks; `ink agents show %s` says why)\n", p.Name, strings.Join(p.DroppedTools, ", "), quoteName(p.Name))
 		}
 	}
 	for _, s := range set.Shadowed() {
@@ -229,15 +362,50 @@ func agentsTable(w io.Writer, set *agents.Set, opts agents.LoadOptions) {
 	for _, pr := range set.Problems() {
 		fmt.Fprintf(w, "skipped: %s\n", pr)
 	}
+	for _, pr := range set.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", pr)
+	}
 	if msg := set.UntrustedMessage(); msg != "" {
 		fmt.Fprintf(w, "untrusted: %s\n", msg)
 	}
+	if _, err := set.ModelAliases(); err != nil {
+		fmt.Fprintf(w, "model aliases: %v\n", err)
+	}
+}
+
+// quoteName quotes an agent name for a shell command line when it holds
+// spaces.
+func quoteName(name string) string {
+	if strings.ContainsAny(name, " \t'\"") {
+		return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
+	}
+	return name
+}
+
+// aliasResolution says what a profile's Claude model alias runs on: on
+// anthropic, and elsewhere (the user's mapping, or the parent's model).
+// ok is false when its model is not an alias.
+func aliasResolution(p agents.Profile, aliases *agents.ModelAliases) (onAnthropic, elsewhere string, ok bool) {
+	alias := strings.ToLower(strings.TrimSpace(p.Model))
+	id, ok := agents.ClaudeModelAliases[alias]
+	if !ok {
+		return "", "", false
+	}
+	elsewhere = "the parent's model (nothing maps it)"
+	if b, from, mapped, _ := aliases.Lookup(alias); mapped {
+		elsewhere = b.String() + " (from " + from + ")"
+	}
+	return "anthropic/" + id, elsewhere, true
 }
 
 // showProfile prints one profile: its fields, ink's notes, then its body.
-func showProfile(w io.Writer, p agents.Profile) {
+func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases) {
 	desc := strings.ReplaceAll(strings.TrimRight(p.Description, "\n"), "\n", "\n             ")
-	fmt.Fprintf(w, "name:        %s\ndescription: %s\nsource:      %s\n", p.Name, desc, p.Source)
+	fmt.Fprintf(w, "name:        %s\n", p.Name)
+	if p.Slug != "" && p.Slug != p.Name {
+		fmt.Fprintf(w, "also named:  %s\n", p.Slug)
+	}
+	fmt.Fprintf(w, "description: %s\nsource:      %s\n", desc, p.Source)
 	switch {
 	case p.Tools == nil:
 		fmt.Fprintf(w, "tools:       (the parent's)\n")
@@ -246,7 +414,9 @@ func showProfile(w io.Writer, p agents.Profile) {
 	default:
 		fmt.Fprintf(w, "tools:       %s\n", strings.Join(p.Tools, ", "))
 	}
-	if p.Model != "" {
+	if on, elsewhere, ok := aliasResolution(p, aliases); ok {
+		fmt.Fprintf(w, "model:       %s (%s on anthropic; elsewhere %s)\n", p.Model, on, elsewhere)
+	} else if p.Model != "" {
 		fmt.Fprintf(w, "model:       %s\n", p.Model)
 	}
 	if p.Timeout > 0 {
@@ -257,6 +427,12 @@ func showProfile(w io.Writer, p agents.Profile) {
 	}
 	if p.Thinking != "" {
 		fmt.Fprintf(w, "thinking:    %s\n", p.Thinking)
+	}
+	if p.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox:     %s\n", p.Sandbox)
+	}
+	if p.Writable != nil {
+		fmt.Fprintf(w, "writable:    %s\n", strings.Join(p.Writable, ", "))
 	}
 	fmt.Fprintf(w, "sha256:      %s\n", p.RoleSHA256)
 	for _, n := range p.Notes {

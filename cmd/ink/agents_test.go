@@ -214,28 +214,23 @@ func TestProfileTimeout(t *testing.T) {
 	}
 }
 
-// TestProfileRejections: a profile that names a tool the child cannot have,
-// or a model script that does not exist, is a rejection before anything is
-// launched: exit 3, a message that lists what is available or what to fix,
-// and no session written.
+// TestProfileRejections: a profile whose model script does not exist, or
+// an agent nobody defined, is a rejection before anything is launched:
+// exit 3, a message that says what to fix or lists the closest names, and
+// no session written.
 func TestProfileRejections(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	putProfileFile(t, filepath.Join(e.home, "agents", "delegator.md"), "---\nname: delegator\ndescription: hands work on\ntools: read, task\n---\n")
-	putProfileFile(t, filepath.Join(e.home, "agents", "typo.md"), "---\nname: typo\ndescription: misspelt\ntools: Read, Gerp\n---\n")
 	putProfileFile(t, filepath.Join(e.home, "agents", "lost.md"), "---\nname: lost\ndescription: no model\nmodel: script:nowhere.yaml\n---\n")
+	putProfileFile(t, filepath.Join(e.home, "agents", "delegator.md"), "---\nname: delegator\ndescription: hands work on\n---\n")
 	script := e.write("s.yaml", "rules:\n  - reply: {text: \"ran\"}\n")
 	for _, c := range []struct {
 		agent string
 		want  []string
 	}{
-		{"delegator", []string{
-			`agent "delegator" lists tools it cannot have: task (task is not available at depth 1 with --max-depth 1, raise --max-depth to let this agent delegate). Available tools: read, grep, find, ls, edit, write, bash.`,
-			"Fix the tools: line of " + filepath.Join(e.home, "agents", "delegator.md")}},
-		{"typo", []string{
-			`agent "typo" lists tools it cannot have: Gerp (ink has no tool "Gerp"). Available tools: read, grep, find, ls, edit, write, bash.`}},
 		{"lost", []string{`agent "lost": model script:nowhere.yaml: no such script file`, "fix the model: line of " + filepath.Join(e.home, "agents", "lost.md")}},
-		{"nobody", []string{`unknown agent "nobody"; available agents: delegator, lost, typo`}},
+		{"nobody", []string{`unknown agent "nobody"; available agents: delegator, lost`}},
+		{"delegater", []string{`unknown agent "delegater"; did you mean "delegator"?; available agents: delegator, lost`}},
 	} {
 		p, code := e.run("task", "--agent", c.agent, "--model", "script:"+script, "go")
 		if code != 3 {
@@ -249,6 +244,115 @@ func TestProfileRejections(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.home, "sessions")); err == nil {
 		t.Fatalf("a rejected task left a session behind")
+	}
+}
+
+// TestClaudeCodeAgents installs agents the way Claude Code users do — in
+// subdirectories of ~/.claude/agents, one through a symlinked checkout,
+// with a name that holds spaces, Claude Code's tool names and a model
+// alias — and runs tasks with them on the script model: each runs (never
+// refused), with the tools ink has, on the parent's model with a note when
+// nothing maps its alias, and on the mapped model once models.yaml maps
+// it. Skipped files are warned about once, with one summary line per run.
+func TestClaudeCodeAgents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	home := filepath.Join(filepath.Dir(e.home), "home")
+	claude := filepath.Join(home, ".claude", "agents")
+	putProfileFile(t, filepath.Join(claude, "collection", "testing", "pytest.md"), `---
+name: Python Testing Expert
+description: Writes pytest suites. Use it when: tests fail
+tools: Read, Grep, TaskList, TaskUpdate, SendMessage, WebFetch
+model: sonnet
+------------
+You write focused pytest tests.
+`)
+	putProfileFile(t, filepath.Join(claude, "collection", "README.md"), "# A collection of agents\n")
+	putProfileFile(t, filepath.Join(claude, "collection", "notes.md"), "Agents to write some day.\n")
+	checkout := filepath.Join(filepath.Dir(e.home), "checkout")
+	putProfileFile(t, filepath.Join(checkout, "ops", "deployer.md"), "---\nname: deployer\ndescription: deploys\nmodel: haiku\ntools: Bash, LSP\n---\n")
+	if err := os.Symlink(checkout, filepath.Join(claude, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	script := e.write("s.yaml", `rules:
+  - when: {agent: "Python Testing Expert"}
+    reply: {text: "pytest expert ran on the main script"}
+  - when: {agent: deployer}
+    reply: {text: "deployer ran on the main script"}
+  - reply: {text: "no agent"}
+`)
+	run := func(agent string) (*proc, []map[string]any) {
+		t.Helper()
+		p, code := e.run("task", "--json", "--agent", agent, "--model", "script:"+script, "go")
+		if code != 0 {
+			t.Fatalf("--agent %s: exit %d\nstderr:\n%s", agent, code, p.stderr.String())
+		}
+		return p, events(t, p.stdout.Bytes())
+	}
+	warnings := func(evs []map[string]any) []string {
+		var out []string
+		for _, w := range ofType(evs, "warning") {
+			out = append(out, fmt.Sprint(w["text"]))
+		}
+		return out
+	}
+	hasWarning := func(evs []map[string]any, frags ...string) bool {
+		for _, w := range warnings(evs) {
+			all := true
+			for _, f := range frags {
+				all = all && strings.Contains(w, f)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+
+	// By its slug; the first run warns about the README and says how many
+	// files were skipped.
+	_, evs := run("python-testing-expert")
+	if got := ofType(evs, "run.end")[0]["text"]; got != "pytest expert ran on the main script" {
+		t.Fatalf("run.end text %q; warnings %q", got, warnings(evs))
+	}
+	l := launchRecordOf(t, ofType(evs, "task.end")[0]["transcript"].(string))
+	if strings.Join(l.Tools, ",") != "grep,read" || l.Agent == nil || l.Agent.Name != "Python Testing Expert" || l.Binding.Provider != "script" {
+		t.Errorf("launch tools %v agent %+v binding %+v", l.Tools, l.Agent, l.Binding)
+	}
+	skipped := filepath.Join(claude, "collection", "notes.md") // README.md is no agent and not warned about
+	for _, want := range [][]string{
+		{"agent file " + skipped + ":1: no frontmatter"},
+		{"1 agent file skipped — run `ink agents check`"},
+		{`agent "Python Testing Expert" runs without some tools it lists: TaskList, TaskUpdate, SendMessage, WebFetch (Claude Code tools ink lacks)`},
+		{`model "sonnet" is a Claude alias and nothing maps it for script, so it runs on its parent's model`, "INK_MODEL_SONNET"},
+	} {
+		if !hasWarning(evs, want...) {
+			t.Errorf("no warning with %q in %q", want, warnings(evs))
+		}
+	}
+
+	// By its name as written, through the symlinked checkout: the README
+	// is not warned about again, the summary line is.
+	_, evs = run("deployer")
+	if got := ofType(evs, "run.end")[0]["text"]; got != "deployer ran on the main script" {
+		t.Fatalf("run.end text %q", got)
+	}
+	if hasWarning(evs, "agent file "+skipped) || !hasWarning(evs, "1 agent file skipped") {
+		t.Errorf("second run warnings %q: want the summary only", warnings(evs))
+	}
+	if !hasWarning(evs, `agent "deployer" runs without some tools it lists: LSP`) {
+		t.Errorf("no dropped-tools note in %q", warnings(evs))
+	}
+
+	// models.yaml maps the alias to another script: the child runs there.
+	e.write("sonnet.yaml", "rules:\n  - reply: {text: \"sonnet's own script\"}\n")
+	putProfileFile(t, filepath.Join(e.home, "models.yaml"), "aliases:\n  sonnet: script:"+filepath.Join(e.dir, "sonnet.yaml")+"\n")
+	_, evs = run("Python Testing Expert")
+	if got := ofType(evs, "run.end")[0]["text"]; got != "sonnet's own script" {
+		t.Fatalf("with sonnet mapped, run.end text %q; warnings %q", got, warnings(evs))
+	}
+	if hasWarning(evs, "Claude alias") {
+		t.Errorf("a mapped alias was warned about: %q", warnings(evs))
 	}
 }
 

@@ -174,7 +174,7 @@ func checkBinding(b model.Binding, what string) error {
 	if _, err := providers.Open(b, os.Getenv); err != nil {
 		return usageErr("%v", err)
 	}
-	if u, err := url.Parse(b.BaseURL); err == nil && (u.User != nil || u.Query().Has("key") || u.Query().Has("api-key") || u.Query().Has("api_key")) {
+	if providers.EndpointHasCredentials(b.BaseURL) {
 		return usageErr("%s: the endpoint carries credentials; ink records endpoints in session files, so put the key in the provider's key variable (e.g. OPENAI_API_KEY) and give the URL without it", what)
 	}
 	return nil
@@ -230,12 +230,7 @@ func profiles(ctx context.Context, home, cwd string, warn func(string)) (orchest
 	}
 	warn(fmt.Sprintf("%v; agent profiles are loaded once, so edits to them need a restart of ink", err))
 	set := agents.Load(opts)
-	for _, p := range set.Problems() {
-		warn("agent file " + p.Error() + "; skipped")
-	}
-	if msg := set.UntrustedMessage(); msg != "" {
-		warn(msg)
-	}
+	agents.Announce(set, home, warn)
 	return fixedProfiles{set}, nil
 }
 

@@ -3,7 +3,10 @@
 // text, thinking and tool use, tool results, prompt caching and usage.
 //
 // A Provider makes exactly one HTTP attempt per Stream call (the SDK's own
-// retries are off); package providers wraps it with ink's retry policy.
+// retries are off); package providers wraps it with ink's retry policy. A
+// request that gets no response headers, or a stream that sends nothing,
+// for the stall limit (60 s by default) ends with a transient
+// *model.StallError instead of waiting silently.
 package anthropic
 
 import (
@@ -28,10 +31,6 @@ const KeyVar = "ANTHROPIC_API_KEY"
 // DefaultBaseURL is Anthropic's API root; the SDK appends /v1/messages.
 const DefaultBaseURL = "https://api.anthropic.com"
 
-// responseHeaderTimeout bounds the wait for a response to start; a stream
-// itself may run as long as the model writes.
-const responseHeaderTimeout = 5 * time.Minute
-
 // Config says how to reach the API. The adapter never reads the process
 // environment itself: the caller resolves key and endpoint.
 type Config struct {
@@ -41,9 +40,16 @@ type Config struct {
 	BaseURL string
 	// Model is used when a request names none.
 	Model string
-	// HTTPClient carries the requests (nil = a client with sane transport
-	// timeouts and no overall timeout, since streams can be long).
+	// HTTPClient carries the requests (nil = a client with Go's default
+	// transport and no overall timeout, since streams can be long). Its
+	// transport is wrapped in model.StallGuard with the two limits below.
 	HTTPClient *http.Client
+	// ResponseHeaderTimeout bounds the wait for a response's headers and
+	// StreamIdleTimeout the wait for each next byte of its body; passing
+	// either is a transient *model.StallError, retried by the caller's
+	// policy. 0 means model.DefaultStallTimeout; a negative value waits for
+	// ever.
+	ResponseHeaderTimeout, StreamIdleTimeout time.Duration
 }
 
 // Provider streams assistant turns from the Messages API. It holds no
@@ -64,12 +70,7 @@ func New(cfg Config) *Provider {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = responseHeaderTimeout
-		hc = &http.Client{Transport: t}
-	}
+	hc := model.GuardedClient(cfg.HTTPClient, cfg.ResponseHeaderTimeout, cfg.StreamIdleTimeout)
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base + "/"),

@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // reply is one scripted answer of the fake Messages API.
@@ -21,6 +23,12 @@ type reply struct {
 	cut bool
 	// hang writes body and then waits until the client goes away.
 	hang bool
+	// silent sends nothing at all, not even headers, until the client goes
+	// away: a server that never answers.
+	silent bool
+	// trickle writes body one SSE event at a time, waiting this long
+	// before each: a slow server that is still alive.
+	trickle time.Duration
 }
 
 // fakeAPI is an httptest server that answers POST /v1/messages with its
@@ -58,6 +66,10 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	if rp.silent {
+		<-r.Context().Done()
+		return
+	}
 	if rp.cut {
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
@@ -78,6 +90,19 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, v)
 	}
 	w.WriteHeader(status)
+	if rp.trickle > 0 {
+		w.(http.Flusher).Flush()
+		for _, event := range strings.SplitAfter(rp.body, "\n\n") {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(rp.trickle):
+			}
+			io.WriteString(w, event)
+			w.(http.Flusher).Flush()
+		}
+		return
+	}
 	io.WriteString(w, rp.body)
 	w.(http.Flusher).Flush()
 	if rp.hang {

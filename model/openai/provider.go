@@ -5,7 +5,10 @@
 // text where a server sends it, and usage from the final chunk.
 //
 // A Provider makes exactly one HTTP attempt per Stream call (the SDK's own
-// retries are off); package providers wraps it with ink's retry policy.
+// retries are off); package providers wraps it with ink's retry policy. A
+// request that gets no response headers, or a stream that sends nothing,
+// for the stall limit (60 s by default) ends with a transient
+// *model.StallError instead of waiting silently.
 package openai
 
 import (
@@ -28,11 +31,6 @@ import (
 
 // DefaultBaseURL is OpenAI's endpoint, /v1 included.
 const DefaultBaseURL = "https://api.openai.com/v1"
-
-// responseHeaderTimeout bounds the wait for a response to start (a local
-// server may first load the model); a stream itself may run as long as the
-// model writes.
-const responseHeaderTimeout = 10 * time.Minute
 
 // Config says how to reach one Chat Completions server. The adapter never
 // reads the process environment itself: the caller resolves key and
@@ -57,9 +55,16 @@ type Config struct {
 	// ReasoningEffort sends a request's thinking level as reasoning_effort
 	// to models that take it (OpenAI's o-series and gpt-5 family).
 	ReasoningEffort bool
-	// HTTPClient carries the requests (nil = a client with sane transport
-	// timeouts and no overall timeout, since streams can be long).
+	// HTTPClient carries the requests (nil = a client with Go's default
+	// transport and no overall timeout, since streams can be long). Its
+	// transport is wrapped in model.StallGuard with the two limits below.
 	HTTPClient *http.Client
+	// ResponseHeaderTimeout bounds the wait for a response's headers and
+	// StreamIdleTimeout the wait for each next byte of its body; passing
+	// either is a transient *model.StallError, retried by the caller's
+	// policy. 0 means model.DefaultStallTimeout; a negative value waits for
+	// ever.
+	ResponseHeaderTimeout, StreamIdleTimeout time.Duration
 }
 
 // Provider streams assistant turns from a Chat Completions server. It holds
@@ -81,12 +86,7 @@ func New(cfg Config) *Provider {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = responseHeaderTimeout
-		hc = &http.Client{Transport: t}
-	}
+	hc := model.GuardedClient(cfg.HTTPClient, cfg.ResponseHeaderTimeout, cfg.StreamIdleTimeout)
 	// The service is built from explicit options only, so no OPENAI_*
 	// variable of the host (a key meant for OpenAI) leaks to another server.
 	opts := []option.RequestOption{

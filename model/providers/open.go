@@ -2,8 +2,8 @@
 // of providers ink knows (anthropic, openai and the OpenAI-compatible
 // presets deepseek, ollama, vllm, openrouter, and script), where each one
 // takes its key and endpoint from, the default model when --model is
-// absent, the provider status shown by `ink doctor`, and the retry policy
-// every real provider runs under.
+// absent, the provider status shown by `ink doctor`, the stall limits
+// (StallTimeouts) and the retry policy every real provider runs under.
 //
 // Everything here reads the environment only through the env function the
 // caller passes, so a worker sees exactly the variables it was given.
@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/anthropic"
@@ -73,7 +74,27 @@ func EnvVars() []string {
 		"OPENROUTER_API_KEY", "OPENROUTER_BASE_URL",
 		"OLLAMA_HOST",
 		"VLLM_BASE_URL", "VLLM_API_KEY",
+		model.ResponseHeaderTimeoutVar, model.StreamIdleTimeoutVar,
 	}
+}
+
+// StallTimeouts reads the stall limits from env (nil = the process
+// environment): INK_RESPONSE_HEADER_TIMEOUT bounds the wait for a
+// response's headers, INK_STREAM_IDLE_TIMEOUT the wait for each next byte
+// of a stream (see model.ParseStallTimeout; both default to
+// model.DefaultStallTimeout). A value that is not a duration is an error
+// naming the variable.
+func StallTimeouts(env func(string) string) (header, idle time.Duration, err error) {
+	env = envOrOS(env)
+	header, err = model.ParseStallTimeout(model.ResponseHeaderTimeoutVar, env(model.ResponseHeaderTimeoutVar))
+	if err != nil {
+		return 0, 0, err
+	}
+	idle, err = model.ParseStallTimeout(model.StreamIdleTimeoutVar, env(model.StreamIdleTimeoutVar))
+	if err != nil {
+		return 0, 0, err
+	}
+	return header, idle, nil
 }
 
 func envOrOS(env func(string) string) func(string) string {
@@ -140,6 +161,19 @@ func ollamaRoot(host string) string {
 	return scheme + "://" + hostname + ":" + port
 }
 
+// EndpointHasCredentials reports whether an endpoint URL carries
+// credentials: user info (https://user:pw@host) or a key in its query
+// (?key=, ?api-key=, ?api_key=). ink records endpoints in session files, so
+// it refuses such an endpoint; the key belongs in the provider's variable.
+func EndpointHasCredentials(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	q := u.Query()
+	return u.User != nil || q.Has("key") || q.Has("api-key") || q.Has("api_key")
+}
+
 // isDefaultEndpoint reports whether base is p's public endpoint, the one a
 // key is required for.
 func isDefaultEndpoint(p preset, base string) bool {
@@ -148,9 +182,12 @@ func isDefaultEndpoint(p preset, base string) bool {
 
 // Open returns the provider for b, ready for concurrent use. "script" loads
 // the script file b.Model; every other provider is built from its key and
-// endpoint in env (nil = the process environment) and wrapped in the
-// default retry policy. A missing key is an error naming the variable to
-// set. Nothing is contacted until the first Stream.
+// endpoint in env (nil = the process environment), guarded against stalls
+// (StallTimeouts: a request with no response headers, or a stream with no
+// byte, for 60 s is a transient error) and wrapped in the default retry
+// policy. A missing key, or a stall limit that is not a duration, is an
+// error naming the variable to set. Nothing is contacted until the first
+// Stream.
 func Open(b model.Binding, env func(string) string) (model.Provider, error) {
 	env = envOrOS(env)
 	if b.Provider == "script" {
@@ -178,13 +215,18 @@ func Open(b model.Binding, env func(string) string) (model.Provider, error) {
 	if key == "" && p.keyVar != "" && !p.keyOptional && isDefaultEndpoint(p, base) {
 		return nil, fmt.Errorf("model %s: %s is not set: export %s=<your key> (get one at %s), or choose another model with --model", b, p.keyVar, p.keyVar, p.signup)
 	}
+	header, idle, err := StallTimeouts(env)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", b, err)
+	}
 	var inner model.Provider
 	switch p.name {
 	case "anthropic":
-		inner = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: b.Model})
+		inner = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: b.Model, ResponseHeaderTimeout: header, StreamIdleTimeout: idle})
 	default:
 		inner = openai.New(openai.Config{
 			Name: p.name, APIKey: key, KeyVar: p.keyVar, BaseURL: base, Model: b.Model,
+			ResponseHeaderTimeout: header, StreamIdleTimeout: idle,
 			// Compatible servers know max_tokens; only OpenAI itself wants
 			// max_completion_tokens.
 			LegacyMaxTokens: p.name != "openai" || !isDefaultEndpoint(p, base),

@@ -2,11 +2,13 @@ package providers_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +122,9 @@ func TestOpen(t *testing.T) {
 		{"missing model", model.Binding{Provider: "ollama"}, nil, "missing model name"},
 		{"script", model.Binding{Provider: "script", Model: "testdata/hello.yaml"}, nil, ""},
 		{"script missing", model.Binding{Provider: "script", Model: "testdata/nope.yaml"}, nil, "nope.yaml"},
+		{"stall limits", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_STREAM_IDLE_TIMEOUT": "90s", "INK_RESPONSE_HEADER_TIMEOUT": "off"}, ""},
+		{"bad stall limit", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_STREAM_IDLE_TIMEOUT": "soon"}, "model ollama/m: INK_STREAM_IDLE_TIMEOUT=soon is not a duration: give one such as 90s or 5m, or off to wait for ever"},
+		{"negative stall limit", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_RESPONSE_HEADER_TIMEOUT": "-5s"}, "INK_RESPONSE_HEADER_TIMEOUT=-5s is not a duration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,7 +273,7 @@ func TestEnvVarsCoverEveryVariableRead(t *testing.T) {
 			t.Errorf("providers read %s but EnvVars does not list it, so a worker would never see it", k)
 		}
 	}
-	for _, must := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "OLLAMA_HOST", "VLLM_BASE_URL", "VLLM_API_KEY"} {
+	for _, must := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "OLLAMA_HOST", "VLLM_BASE_URL", "VLLM_API_KEY", "INK_RESPONSE_HEADER_TIMEOUT", "INK_STREAM_IDLE_TIMEOUT"} {
 		if !slices.Contains(vars, must) {
 			t.Errorf("EnvVars lacks %s", must)
 		}
@@ -293,5 +298,47 @@ func TestStatusProbesVLLMWithItsKey(t *testing.T) {
 		if !s.Configured || !strings.Contains(s.How, "Qwen/Qwen3-8B") || !strings.Contains(s.How, "VLLM_API_KEY is set") || strings.Contains(s.How, "vk") {
 			t.Errorf("vllm status = %+v", s)
 		}
+	}
+}
+
+// TestOpenAppliesTheStallLimits: a provider opened with
+// INK_RESPONSE_HEADER_TIMEOUT set gives up on a server that does not
+// answer within it, says so in a retry notice, and gets the answer on the
+// retry.
+func TestOpenAppliesTheStallLimits(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // so that the server notices when the client goes away
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			<-r.Context().Done() // the first request never gets an answer
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	p, err := providers.Open(model.Binding{Provider: "vllm", Model: "m", BaseURL: srv.URL + "/v1"}, envOf(map[string]string{"INK_RESPONSE_HEADER_TIMEOUT": "150ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retries []string
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msg, err := p.Stream(ctx, model.Request{Messages: []model.Message{model.UserText("hi")}}, func(d model.Delta) {
+		if d.Type == "retry" {
+			retries = append(retries, d.Text)
+		}
+	})
+	if err != nil || msg.Text() != "hello" {
+		t.Fatalf("Stream = %q, %v", msg.Text(), err)
+	}
+	if len(retries) != 1 || !strings.HasPrefix(retries[0], "vllm: no response headers for 150ms; retrying in ") {
+		t.Errorf("retry notices %q", retries)
 	}
 }

@@ -42,8 +42,22 @@ func Status(ctx context.Context, env func(string) string) []ProviderStatus {
 		}
 	}
 	wg.Wait()
+	for i, p := range presets {
+		if EndpointHasCredentials(out[i].Endpoint) {
+			out[i].Configured = false
+			out[i].How = fmt.Sprintf("the endpoint carries credentials, which ink refuses (endpoints are recorded in session files): give %s without them%s", baseSource(p), keyAdvice(p))
+		}
+	}
 	out = append(out, ProviderStatus{Name: "script", Configured: true, How: "offline script model (script:PATH); needs no key"})
 	return out
+}
+
+// keyAdvice says where p's key belongs, when it takes one.
+func keyAdvice(p preset) string {
+	if p.keyVar == "" {
+		return ""
+	}
+	return " and put the key in " + p.keyVar
 }
 
 func keyStatus(p preset, base string, env func(string) string) (bool, string) {
