@@ -21,6 +21,10 @@ type window struct {
 type waiter struct {
 	ticket uint64
 	ready  chan struct{}
+	// queued is called once if the waiter waits because the window is
+	// full (not merely for an earlier call's request).
+	queued func()
+	told   bool
 }
 
 func newWindow(size int) *window { return &window{free: size, expected: map[uint64]bool{}} }
@@ -36,11 +40,14 @@ func (w *window) expect(ticket uint64) {
 // worker refused it, or its agent ended).
 func (w *window) forget(ticket uint64) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.expected[ticket] {
-		delete(w.expected, ticket)
-		w.admit()
+	if !w.expected[ticket] {
+		w.mu.Unlock()
+		return
 	}
+	delete(w.expected, ticket)
+	tell := w.admit()
+	w.mu.Unlock()
+	notify(tell)
 }
 
 // acquire takes a slot for the child holding ticket. When none is free it
@@ -54,33 +61,21 @@ func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (rel
 		w.mu.Unlock()
 		return w.release, nil
 	}
-	me := &waiter{ticket: ticket, ready: make(chan struct{})}
-	// Queued means the window is full; waiting a moment for a call that
-	// comes first is not.
-	full := w.free == 0
+	me := &waiter{ticket: ticket, ready: make(chan struct{}), queued: queued}
 	w.waiting = append(w.waiting, me)
 	sort.SliceStable(w.waiting, func(i, j int) bool { return w.waiting[i].ticket < w.waiting[j].ticket })
-	w.admit()
+	tell := w.admit()
 	w.mu.Unlock()
-	select {
-	case <-me.ready:
-		return w.release, nil
-	default:
-	}
-	if queued != nil && full {
-		queued()
-	}
+	notify(tell)
 	select {
 	case <-me.ready:
 		return w.release, nil
 	case <-ctx.Done():
 		w.mu.Lock()
-		defer w.mu.Unlock()
 		select {
 		case <-me.ready:
 			// Admitted while giving up: hand the slot on.
 			w.free++
-			w.admit()
 		default:
 			for i, x := range w.waiting {
 				if x == me {
@@ -89,6 +84,9 @@ func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (rel
 				}
 			}
 		}
+		tell := w.admit()
+		w.mu.Unlock()
+		notify(tell)
 		return nil, context.Cause(ctx)
 	}
 }
@@ -96,9 +94,10 @@ func (w *window) acquire(ctx context.Context, ticket uint64, queued func()) (rel
 // release gives a slot back and admits the next waiter.
 func (w *window) release() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.free++
-	w.admit()
+	tell := w.admit()
+	w.mu.Unlock()
+	notify(tell)
 }
 
 // expectedBefore reports whether a call with a lower ticket is expected;
@@ -113,15 +112,35 @@ func (w *window) expectedBefore(ticket uint64) bool {
 }
 
 // admit hands free slots to the first waiters, keeping them for expected
-// calls that come first; w.mu is held.
-func (w *window) admit() {
+// calls that come first, and returns the queued callbacks of the waiters
+// that now wait because the window is full (each is told once), to be
+// called once w.mu is released; w.mu is held.
+func (w *window) admit() []func() {
 	for w.free > 0 && len(w.waiting) > 0 {
 		next := w.waiting[0]
 		if w.expectedBefore(next.ticket) {
-			return
+			break
 		}
 		w.waiting = w.waiting[1:]
 		w.free--
 		close(next.ready)
+	}
+	if w.free > 0 {
+		return nil
+	}
+	var tell []func()
+	for _, x := range w.waiting {
+		if !x.told && x.queued != nil {
+			x.told = true
+			tell = append(tell, x.queued)
+		}
+	}
+	return tell
+}
+
+// notify calls the queued callbacks admit returned.
+func notify(tell []func()) {
+	for _, f := range tell {
+		f()
 	}
 }

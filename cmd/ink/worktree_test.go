@@ -969,7 +969,9 @@ func TestWorktreeChildWithoutTaskRuns(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "agents", "fixer.md"), []byte("---\nname: fixer\ndescription: fixes bugs\nworktree: true\ntools: read, bash, task\n---\nFix it.\n"), 0o644); err != nil {
+	// Without edit and write its bash would default to read-only; the
+	// profile asks for workspace-write so that bash can change the file.
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "fixer.md"), []byte("---\nname: fixer\ndescription: fixes bugs\nworktree: true\ntools: read, bash, task\nsandbox: workspace-write\n---\nFix it.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := e.wtMainState()
