@@ -1,5 +1,5 @@
 # make bench runs ink's benchmarks, each beside its floor, and writes
-# docs/benchmarks.md (DESIGN.md §12). It takes several minutes.
+# docs/benchmarks.md. It takes several minutes.
 .PHONY: bench
 bench:
 	go run ./bench/cmd/report

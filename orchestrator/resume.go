@@ -16,7 +16,7 @@ import (
 	"github.com/inkdev/ink/worktree"
 )
 
-// Problem is one reason a resume is refused (DESIGN.md §5 step 2).
+// Problem is one reason a resume is refused (docs/architecture.md, "Resume", step 2).
 type Problem struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`

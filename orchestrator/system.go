@@ -40,7 +40,7 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 }
 
 // childSystem is the parent's system prompt plus the subagent suffix, the
-// worktree notice and the profile body (DESIGN.md §4).
+// worktree notice and the profile body (docs/architecture.md, "The task tool").
 func childSystem(parent string, profileBody string, worktreeNotice string) string {
 	var b strings.Builder
 	b.WriteString(parent)

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Lookup refusal codes (DESIGN §5 step 1), plus bad-id for an id that is not
+// Lookup refusal codes (docs/architecture.md, "Resume", step 1), plus bad-id for an id that is not
 // in the id alphabet.
 const (
 	CodeNotFound      = "not-found"

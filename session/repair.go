@@ -172,7 +172,8 @@ func (r ResumeRepair) String() string {
 	return s + fmt.Sprintf(" %d interrupted tool call(s)", len(r.Interrupted))
 }
 
-// Repair prepares the transcript at path to be resumed (DESIGN §5 step 4):
+// Repair prepares the transcript at path to be resumed (docs/architecture.md,
+// "Resume", step 4):
 // it reads the whole file, checks the tool call/result pairs of the history
 // (the torn final line left out), and when they are Consistent or
 // Repairable, repairs the tail (RepairTail) and appends an unknown-outcome

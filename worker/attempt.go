@@ -383,7 +383,7 @@ func (a *attempt) loopBudget() loop.Budget {
 
 // unansweredTask reports whether m is the result of a task call that the
 // supervisor never answered because it was lost: such a call is left
-// without a result in the transcript (DESIGN.md §5, resume after host loss).
+// without a result in the transcript (docs/architecture.md, "Host loss").
 func unansweredTask(ctx context.Context, m model.Message) bool {
 	if m.Role != model.RoleToolResult || len(m.TaskRecord) > 0 || len(m.Results) != 1 || m.Results[0].ToolName != "task" {
 		return false

@@ -15,7 +15,8 @@ import (
 	"github.com/inkdev/ink/worker"
 )
 
-// Exit codes (DESIGN.md §10).
+// Exit codes: 0 completed, 1 crash or failure, 2 bad usage or input, 3 a
+// refusal of good input (busy, drift), 124 timeout, 130 interrupted.
 const (
 	exitOK          = 0
 	exitFailed      = 1

@@ -24,7 +24,7 @@ import (
 	"github.com/inkdev/ink/secret"
 )
 
-// globals are the shared flags of DESIGN.md §10.
+// globals are the flags every command shares.
 type globals struct {
 	model       string
 	baseURL     string

@@ -46,7 +46,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	}
 }
 
-// exitCode maps an outcome status to the exit codes of DESIGN.md §10.
+// exitCode maps an outcome status to ink's exit codes (see main.go).
 func exitCode(status string) int {
 	switch status {
 	case orchestrator.StatusCompleted:

@@ -16,7 +16,7 @@ import (
 // a start-up almost nothing.
 const probeTimeout = 400 * time.Millisecond
 
-// Default picks the model when --model is absent (DESIGN §9): the first of
+// Default picks the model when --model is absent: the first of
 // Anthropic, OpenAI and DeepSeek whose key is set in env, with a sensible
 // model of each; else a local Ollama that answers within a short timeout,
 // with the first model it lists. The binding comes back resolved (BaseURL
