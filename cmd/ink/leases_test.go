@@ -36,6 +36,13 @@ func (e *env) jsonLines(want int, args ...string) []map[string]any {
 		e.t.Fatalf("ink %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, p.stdout.String(), p.stderr.String())
 	}
 	var rows []map[string]any
+	if out := strings.TrimSpace(p.stdout.String()); strings.HasPrefix(out, "[") {
+		// A command that prints one JSON document: a list.
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			e.t.Fatalf("ink %s printed a list that is not JSON: %v", strings.Join(args, " "), err)
+		}
+		return rows
+	}
 	sc := bufio.NewScanner(strings.NewReader(p.stdout.String()))
 	for sc.Scan() {
 		var m map[string]any

@@ -83,14 +83,16 @@ func statusOf(in lease.Info) statusRow {
 	return r
 }
 
+// printStatusJSON prints one JSON document: the list of live workers,
+// empty when none runs.
 func printStatusJSON(live []lease.Info) error {
-	enc := json.NewEncoder(os.Stdout)
+	rows := make([]statusRow, 0, len(live))
 	for _, in := range live {
-		if err := enc.Encode(statusOf(in)); err != nil {
-			return err
-		}
+		rows = append(rows, statusOf(in))
 	}
-	return nil
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
 }
 
 func printStatus(live []lease.Info) error {
