@@ -265,20 +265,8 @@ func argSummary(raw json.RawMessage) string {
 	for _, k := range []string{"command", "pattern", "path", "prompt"} {
 		if s, ok := m[k].(string); ok {
 			s = strings.Join(strings.Fields(s), " ")
-			return firstRunes(s, 60)
+			return orchestrator.FirstRunes(s, 60)
 		}
 	}
 	return ""
-}
-
-// firstRunes returns the first n code points of s, with "…" when cut.
-func firstRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos] + "…"
-		}
-		i++
-	}
-	return s
 }

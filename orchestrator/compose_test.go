@@ -78,7 +78,7 @@ func TestSmallWordings(t *testing.T) {
 			"cannot resume child \"c1\":\n- model-drift: launched on a\n- cwd-missing: gone\nStart a new task instead."},
 		{clip("héllo", 2), "hé"},
 		{clip("hé", 5), "hé"},
-		{firstRunes("héllo", 3), "hél…"},
+		{FirstRunes("héllo", 3), "hél…"},
 		{cappedWhy("turns"), "it hit its turn cap"},
 	}
 	for _, c := range checks {

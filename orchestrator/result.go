@@ -63,8 +63,8 @@ func usageTrailer(turns int, u model.Usage) string {
 	return s + ")"
 }
 
-// firstRunes returns the first n code points of s, with "…" when cut.
-func firstRunes(s string, n int) string {
+// FirstRunes returns the first n code points of s, with "…" when cut.
+func FirstRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -172,7 +172,7 @@ func composeResult(in resultInput) (string, bool) {
 		} else {
 			b.WriteString("(transcript not persisted — work was not saved)\n")
 		}
-		fmt.Fprintf(&b, "the child's task was: %q\n", firstRunes(in.Prompt, 200))
+		fmt.Fprintf(&b, "the child's task was: %q\n", FirstRunes(in.Prompt, 200))
 		b.WriteString("Continue it with the resume id above, or start a new task with a narrower prompt.")
 	}
 	return b.String(), isError

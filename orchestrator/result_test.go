@@ -120,12 +120,12 @@ func TestComposeResult(t *testing.T) {
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
-					t.Errorf("result lacks %q:\n%s", w, firstRunes(got, 400))
+					t.Errorf("result lacks %q:\n%s", w, FirstRunes(got, 400))
 				}
 			}
 			for _, w := range tt.notWant {
 				if strings.Contains(got, w) {
-					t.Errorf("result has %q:\n%s", w, firstRunes(got, 400))
+					t.Errorf("result has %q:\n%s", w, FirstRunes(got, 400))
 				}
 			}
 		})

@@ -85,7 +85,7 @@ func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int,
 	if err := os.MkdirAll(slugDir, 0o700); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	removeStaleTemps(slugDir)
+	removeTemps(slugDir, 0)
 	path := filepath.Join(slugDir, childID)
 
 	if _, err := lk.run(ctx, repo.Root, "worktree", "prune"); err != nil {

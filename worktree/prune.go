@@ -200,37 +200,13 @@ func pruneTemps(ctx context.Context, inkHome string, infos []Info) []string {
 		dir := filepath.Join(base, s.Name())
 		if root, ok := roots[dir]; ok {
 			if lk, err := lockRepo(ctx, root); err == nil {
-				removed = append(removed, removeStaleTemps(dir)...)
+				removed = append(removed, removeTemps(dir, 0)...)
 				lk.unlock()
 			}
 		} else {
-			removed = append(removed, removeOldTemps(dir)...)
+			removed = append(removed, removeTemps(dir, staleTempAge)...)
 		}
 		_ = os.Remove(dir) // only when empty
-	}
-	return removed
-}
-
-// removeOldTemps deletes the temporary record files in dir older than
-// staleTempAge.
-func removeOldTemps(dir string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var removed []string
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || time.Since(fi.ModTime()) < staleTempAge {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if os.Remove(p) == nil {
-			removed = append(removed, p)
-		}
 	}
 	return removed
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Record is what ink remembers about a worktree it created: enough to
@@ -152,11 +153,12 @@ func isRecordTemp(name string) bool {
 		strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp")
 }
 
-// removeStaleTemps deletes the temporary record files in slugDir. Callers
-// hold the lock of the repository the directory belongs to, so no Create
-// is writing one; it returns the paths it removed.
-func removeStaleTemps(slugDir string) []string {
-	entries, err := os.ReadDir(slugDir)
+// removeTemps deletes the temporary record files in dir that are at least
+// minAge old (0: all of them; callers then hold the lock of the repository
+// the directory belongs to, so no Create is writing one), and returns the
+// paths it removed.
+func removeTemps(dir string, minAge time.Duration) []string {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -165,7 +167,13 @@ func removeStaleTemps(slugDir string) []string {
 		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) {
 			continue
 		}
-		p := filepath.Join(slugDir, e.Name())
+		if minAge > 0 {
+			fi, err := e.Info()
+			if err != nil || time.Since(fi.ModTime()) < minAge {
+				continue
+			}
+		}
+		p := filepath.Join(dir, e.Name())
 		if os.Remove(p) == nil {
 			removed = append(removed, p)
 		}
