@@ -235,19 +235,18 @@ func atURL(b model.Binding) string {
 }
 
 // parentRecorded reports whether the transcript at path holds a TaskRecord
-// with launched=true for childID.
+// with launched=true for childID, on a task result or among the records a
+// message collected (task_wait).
 func parentRecorded(path, childID string) bool {
 	tr, err := session.Open(path)
 	if err != nil {
 		return false
 	}
 	for _, m := range tr.Messages {
-		if len(m.TaskRecord) == 0 {
-			continue
-		}
-		rec, err := session.ParseTaskRecord(m.TaskRecord)
-		if err == nil && rec.ChildID == childID && rec.Launched {
-			return true
+		for _, rec := range session.TaskRecordsOf(m) {
+			if rec.ChildID == childID && rec.Launched {
+				return true
+			}
 		}
 	}
 	return false

@@ -58,6 +58,9 @@ type Entry struct {
 	Message *model.Message `json:"message,omitempty"`
 	// TaskRecord is the raw TaskRecord of a `task` result; message entries only.
 	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	// TaskRecords are the raw TaskRecords of the background children a
+	// message collects (task_wait results, ink's notes); message entries only.
+	TaskRecords []json.RawMessage `json:"taskRecords,omitempty"`
 	// Attempt is set for attempt entries.
 	Attempt *AttemptEntry `json:"-"`
 	// Line is the entry's 1-based line number (the header is line 1).
@@ -69,10 +72,11 @@ type Entry struct {
 // wireEntry is the on-disk shape of an entry: attempt fields sit beside
 // "type" and "id" rather than under a key.
 type wireEntry struct {
-	Type       string          `json:"type"`
-	ID         string          `json:"id"`
-	Message    *model.Message  `json:"message,omitempty"`
-	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	Type        string            `json:"type"`
+	ID          string            `json:"id"`
+	Message     *model.Message    `json:"message,omitempty"`
+	TaskRecord  json.RawMessage   `json:"taskRecord,omitempty"`
+	TaskRecords []json.RawMessage `json:"taskRecords,omitempty"`
 	*AttemptEntry
 }
 
@@ -104,10 +108,17 @@ func decodeEntry(line []byte) (Entry, error) {
 			}
 			m.TaskRecord = rec
 		}
+		for i, raw := range w.TaskRecords {
+			rec, err := compactObject(raw)
+			if err != nil {
+				return Entry{}, fmt.Errorf("taskRecords[%d]: %w", i, err)
+			}
+			m.TaskRecords = append(m.TaskRecords, rec)
+		}
 		if err := validateMessage(m); err != nil {
 			return Entry{}, err
 		}
-		return Entry{Type: EntryMessage, ID: w.ID, Message: &m, TaskRecord: m.TaskRecord}, nil
+		return Entry{Type: EntryMessage, ID: w.ID, Message: &m, TaskRecord: m.TaskRecord, TaskRecords: m.TaskRecords}, nil
 	case EntryAttempt:
 		if w.AttemptEntry == nil {
 			return Entry{}, errors.New("attempt entry has no fields")
@@ -190,6 +201,9 @@ func validateMessage(m model.Message) error {
 	if m.TaskRecord != nil && m.Role != model.RoleToolResult {
 		return errors.New("taskRecord on a message that is not a toolResult")
 	}
+	if len(m.TaskRecords) > 0 && m.Role != model.RoleToolResult && m.Role != model.RoleUser {
+		return errors.New("taskRecords on a message that is neither a toolResult nor a user message")
+	}
 	return nil
 }
 
@@ -219,6 +233,7 @@ func normaliseMessage(m model.Message) model.Message {
 		m.ToolCalls = calls
 	}
 	m.TaskRecord = nil
+	m.TaskRecords = nil
 	return m
 }
 
@@ -253,6 +268,13 @@ func encodeEntry(e Entry) ([]byte, error) {
 				return nil, fmt.Errorf("taskRecord: %w", err)
 			}
 			w.TaskRecord = rec
+		}
+		for i, raw := range m.TaskRecords {
+			rec, err := compactObject(raw)
+			if err != nil {
+				return nil, fmt.Errorf("taskRecords[%d]: %w", i, err)
+			}
+			w.TaskRecords = append(w.TaskRecords, rec)
 		}
 	case EntryAttempt:
 		if e.Attempt == nil {
