@@ -41,6 +41,10 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	refuse := func(problems ...Problem) taskAnswer {
 		return o.reject(parent, call, args, resumeRefusal(childID, problems))
 	}
+	if parent.registry().running(childID) {
+		return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+			"it is still running in the background of this session; collect it with task_wait({ids: [%q]}) or stop it with task_cancel({id: %q}), then resume it", childID, childID)})
+	}
 	ownerID := parent.sessionID
 	if parent.childrenOf != "" {
 		h, err := session.ReadHeader(parent.childrenOf)

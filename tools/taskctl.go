@@ -8,11 +8,19 @@ import (
 	"github.com/inkdev/ink/taskargs"
 )
 
+// Names of the tools that follow an agent's children, as ControlTask gets
+// them.
+const (
+	TaskStatusTool = taskargs.StatusTool
+	TaskWaitTool   = taskargs.WaitTool
+	TaskCancelTool = taskargs.CancelTool
+)
+
 // TaskController answers an agent's task_status, task_wait and task_cancel
 // calls about the children it started (background ones above all): the
 // worker implements it over ipc, the supervisor keeps the children.
-// ControlTask gets the tool's name (taskargs.StatusTool, WaitTool or
-// CancelTool), the call id and its arguments, already checked; it must
+// ControlTask gets the tool's name (TaskStatusTool, TaskWaitTool or
+// TaskCancelTool), the call id and its arguments, already checked; it must
 // honour ctx and be safe for concurrent use.
 type TaskController interface {
 	ControlTask(ctx context.Context, tool, callID string, args json.RawMessage) Result
