@@ -285,6 +285,9 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 		return p.ar, ""
 	}
 	id := *args.Resume
+	if p.ar.registry().get(id) != nil {
+		return p.ar, ""
+	}
 	if _, err := os.Lstat(session.ChildPath(p.ar.transcript, id)); err == nil {
 		return p.ar, ""
 	}
