@@ -668,3 +668,70 @@ func eventually(t *testing.T, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestMCPHTTP: over --http the server listens on loopback, serves a
+// session like stdio does, and a client that ends its session (DELETE)
+// leaves its children interrupted / host lost. An address beyond loopback
+// is refused unless --allow-remote says so.
+func TestMCPHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", mcpScript)
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:80"} {
+		p, code := e.run("mcp", "--model", "script:"+script, "--http", addr)
+		if code != 2 || !strings.Contains(p.stderr.String(), "beyond this machine") || !strings.Contains(p.stderr.String(), "--allow-remote") {
+			t.Fatalf("--http %s: exit %d\n%s", addr, code, p.stderr.String())
+		}
+	}
+	p := e.start("mcp", "--model", "script:"+script, "--http", "127.0.0.1:0")
+	var url string
+	eventually(t, func() bool {
+		m := regexp.MustCompile(`listening on (http://127\.0\.0\.1:[0-9]+/)`).FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "ink-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v\n%s", err, p.stderr.String())
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "task", Arguments: map[string]any{"prompt": "quick look"}})
+	if err != nil || res.IsError || !strings.HasPrefix(resultText(res), "quick report") {
+		t.Fatalf("task over HTTP: %v\n%v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "task", Arguments: map[string]any{"prompt": "slow over http", "background": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := childIDOf(t, resultText(res))
+	eventually(t, func() bool {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "task_status", Arguments: map[string]any{}})
+		return err == nil && strings.Contains(resultText(r), "running for")
+	})
+	cs.Close() // sends DELETE: the session ends
+	eventually(t, func() bool {
+		tr, err := session.Open(filepath.Join(session.ChildrenDir(e.mcpSessionPath(t)), id+".jsonl"))
+		return err == nil && lastAttempt(t, tr).status != ""
+	})
+	if sp := lastAttempt(t, e.childTranscript(t, id)); sp.status != "interrupted" || sp.reason != "host lost" {
+		t.Fatalf("child of the deleted session recorded %+v", sp)
+	}
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Fatalf("ink mcp --http exited %d after SIGTERM\n%s", code, p.stderr.String())
+	}
+}
+
+// mcpSessionPath is the path of the one session of e's directory.
+func (e *env) mcpSessionPath(t *testing.T) string {
+	t.Helper()
+	list, err := session.ListSessions(e.home, e.dir)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("want one session, got %d (%v)", len(list), err)
+	}
+	return list[0].Path
+}
