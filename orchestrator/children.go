@@ -91,6 +91,8 @@ type ChildStatus struct {
 type trackedChild struct {
 	id, label, agent, prompt, callID, worktree string
 	background                                 bool
+	// ticket is the call's place in call order.
+	ticket uint64
 	// cancel stops the child (task_cancel) with its cause.
 	cancel context.CancelCauseFunc
 	// done is closed once the child ended and its answer is set.
@@ -238,7 +240,7 @@ func (t *trackedChild) status() ChildStatus {
 }
 
 // childRegistry holds the children of one parent attempt (or shell-like
-// parent) in the order their task calls were made, and waits for those
+// parent) in the order of their task calls (their tickets), and waits for those
 // running in the background. It is safe for concurrent use.
 type childRegistry struct {
 	mu   sync.Mutex
@@ -255,7 +257,7 @@ func (r *childRegistry) track(ctx context.Context, e childEnd) (context.Context,
 	ctx, cancel := context.WithCancelCause(ctx)
 	t := &trackedChild{
 		id: e.child.sessionID, label: e.child.label, agent: e.child.agent, prompt: e.args.Prompt,
-		callID: e.call.id, background: e.call.background, cancel: cancel, done: make(chan struct{}),
+		callID: e.call.id, background: e.call.background, ticket: e.call.ticket, cancel: cancel, done: make(chan struct{}),
 		state: ChildStarting, start: time.Now(),
 	}
 	if e.wt != nil {
@@ -275,7 +277,12 @@ func (r *childRegistry) track(ctx context.Context, e childEnd) (context.Context,
 			}
 		}
 	}
-	r.list = append(r.list, t)
+	// In call order, whatever order the calls' checks finished in.
+	i := len(r.list)
+	for i > 0 && r.list[i-1].ticket > t.ticket {
+		i--
+	}
+	r.list = append(r.list[:i], append([]*trackedChild{t}, r.list[i:]...)...)
 	r.byID[t.id] = t
 	return ctx, t
 }
