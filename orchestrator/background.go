@@ -152,6 +152,13 @@ func knownChildren(kids *childRegistry) string {
 	if len(all) == 0 {
 		return "No child has been started here yet."
 	}
+	// The newest ones, when there are many.
+	const shown = 20
+	more := ""
+	if len(all) > shown {
+		more = fmt.Sprintf(" and %d earlier ones (task_status lists them all)", len(all)-shown)
+		all = all[len(all)-shown:]
+	}
 	var names []string
 	for _, t := range all {
 		st := t.status()
@@ -161,7 +168,7 @@ func knownChildren(kids *childRegistry) string {
 		}
 		names = append(names, fmt.Sprintf("%s (%s, %s)", st.ID, st.Label, s))
 	}
-	return "The children started here: " + strings.Join(names, ", ") + "."
+	return "The children started here: " + strings.Join(names, ", ") + more + "."
 }
 
 // childrenStatus reports on the named children, or on all of them.
