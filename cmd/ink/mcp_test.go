@@ -735,3 +735,39 @@ func (e *env) mcpSessionPath(t *testing.T) string {
 	}
 	return list[0].Path
 }
+
+// TestMCPClientCancel: a client that cancels a task call (its context ends,
+// so the go-sdk sends notifications/cancelled) aborts that call's child,
+// which records why and stays resumable; the session goes on.
+func TestMCPClientCancel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", mcpScript)
+	s := e.startMCP("--model", "script:"+script)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "task", Arguments: map[string]any{"prompt": "slow foreground"}})
+		done <- err
+	}()
+	var id string
+	eventually(t, func() bool {
+		st, _ := s.call(t, "task_status", nil)
+		if m := regexp.MustCompile(`- ([a-z0-9]+) \(mcp/1\): running for`).FindStringSubmatch(st); m != nil {
+			id = m[1]
+		}
+		return id != ""
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	eventually(t, func() bool { return lastAttempt(t, e.childTranscript(t, id)).status != "" })
+	if sp := lastAttempt(t, e.childTranscript(t, id)); sp.status != "aborted" || sp.reason != "cancelled by the MCP client" {
+		t.Fatalf("child of the cancelled call recorded %+v", sp)
+	}
+	resumed, res := s.call(t, "task", map[string]any{"prompt": "go on", "resume": id})
+	if res.IsError || !strings.HasPrefix(resumed, "continued to the end") {
+		t.Fatalf("resume after a client cancel:\n%s", resumed)
+	}
+}

@@ -186,8 +186,15 @@ func fillShellSummary(s *session.SessionSummary) {
 			var args struct {
 				Prompt string `json:"prompt"`
 				Resume string `json:"resume"`
+				// Tasks is a batch of the MCP server's task tool.
+				Tasks []struct {
+					Prompt string `json:"prompt"`
+				} `json:"tasks"`
 			}
 			if json.Unmarshal(c.Args, &args) == nil {
+				if args.Prompt == "" && len(args.Tasks) > 0 {
+					args.Prompt = args.Tasks[0].Prompt
+				}
 				prompt = "task: " + args.Prompt
 			}
 		}
