@@ -41,9 +41,13 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	refuse := func(problems ...Problem) taskAnswer {
 		return o.reject(parent, call, args, resumeRefusal(childID, problems))
 	}
-	if parent.registry().running(childID) {
+	if t := parent.registry().get(childID); t != nil && parent.registry().running(childID) {
+		if t.background {
+			return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+				"it is still running in the background of this session; collect it with task_wait({ids: [%q]}) or stop it with task_cancel({id: %q}), then resume it", childID, childID)})
+		}
 		return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
-			"it is still running in the background of this session; collect it with task_wait({ids: [%q]}) or stop it with task_cancel({id: %q}), then resume it", childID, childID)})
+			"it is still running in this session (the task call that started it has not returned, or is stopping); wait for it, or stop it with task_cancel({id: %q}), then resume it", childID)})
 	}
 	ownerID := parent.sessionID
 	if parent.childrenOf != "" {

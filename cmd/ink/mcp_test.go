@@ -762,7 +762,12 @@ func TestMCPClientCancel(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
-	eventually(t, func() bool { return lastAttempt(t, e.childTranscript(t, id)).status != "" })
+	// The call returned at once on the client's side; the child stops on
+	// the server's.
+	eventually(t, func() bool {
+		st, _ := s.call(t, "task_status", map[string]any{"ids": []string{id}})
+		return strings.Contains(st, "aborted after")
+	})
 	if sp := lastAttempt(t, e.childTranscript(t, id)); sp.status != "aborted" || sp.reason != "cancelled by the MCP client" {
 		t.Fatalf("child of the cancelled call recorded %+v", sp)
 	}
