@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -156,12 +155,4 @@ func (s *Server) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	defer release()
 	res := p.Cancel(callCtx, a)
 	return textResult(res.Content, res.IsError), nil
-}
-
-// rawArgs is a tool call's arguments ("{}" when absent).
-func rawArgs(req *mcp.CallToolRequest) json.RawMessage {
-	if len(req.Params.Arguments) == 0 {
-		return json.RawMessage("{}")
-	}
-	return req.Params.Arguments
 }

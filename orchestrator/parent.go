@@ -194,14 +194,13 @@ func (p *Parent) Task(ctx context.Context, c Call) CallResult {
 	wg.Wait()
 
 	res := CallResult{}
-	for i, a := range answers {
+	for _, a := range answers {
 		tr := a.result()
 		tr.Text, tr.Turns = a.Result.Text, a.Result.Turns
 		if c.Background && !a.IsError {
 			tr.Status = "started"
 		}
 		res.Tasks = append(res.Tasks, tr)
-		_ = i
 	}
 	if len(answers) == 1 && !c.Batch {
 		res.Content, res.IsError = answers[0].Content, answers[0].IsError
