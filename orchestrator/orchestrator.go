@@ -267,6 +267,9 @@ const (
 	StatusInterrupted = ipc.StatusInterrupted
 	StatusRefused     = ipc.StatusRefused
 	StatusRejected    = "rejected"
+	// StatusStarted is the Status of a TaskResult whose child was started
+	// in the background: its outcome comes later, through task_wait.
+	StatusStarted = "started"
 )
 
 // ProtocolVersion is the worker wire's protocol version.

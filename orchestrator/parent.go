@@ -198,7 +198,7 @@ func (p *Parent) Task(ctx context.Context, c Call) CallResult {
 		tr := a.result()
 		tr.Text, tr.Turns = a.Result.Text, a.Result.Turns
 		if c.Background && !a.IsError {
-			tr.Status = "started"
+			tr.Status = StatusStarted
 		}
 		res.Tasks = append(res.Tasks, tr)
 	}
@@ -261,7 +261,7 @@ func batchContent(answers []taskAnswer, calls []taskCall, background bool) (stri
 		status := a.Record.Status
 		switch {
 		case background && !a.IsError:
-			status = "started"
+			status = StatusStarted
 		case status == "":
 			status = "failed"
 		}
