@@ -198,15 +198,21 @@ func args(prompt string) TaskArgs { return TaskArgs{Prompt: prompt} }
 // waitState waits until the child of p with id reaches state.
 func waitState(t *testing.T, p *Parent, id, state string) ChildStatus {
 	t.Helper()
+	return waitStatus(t, p, id, func(st ChildStatus) bool { return st.State == state })
+}
+
+// waitStatus waits until the status of the child of p with id satisfies ok.
+func waitStatus(t *testing.T, p *Parent, id string, ok func(ChildStatus) bool) ChildStatus {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		res := p.Status(taskargs.StatusArgs{IDs: []string{id}})
-		if len(res.Children) == 1 && res.Children[0].State == state {
+		if len(res.Children) == 1 && ok(res.Children[0]) {
 			return res.Children[0]
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("child %s never reached %s: %s", id, state, p.Status(taskargs.StatusArgs{}).Content)
+	t.Fatalf("child %s never reached the awaited status: %s", id, p.Status(taskargs.StatusArgs{}).Content)
 	return ChildStatus{}
 }
 
@@ -232,7 +238,8 @@ func TestParentBackgroundBatch(t *testing.T) {
 		}
 		ids = append(ids, tr.Content[len("child "):strings.Index(tr.Content, " started")])
 	}
-	st := waitState(t, p, ids[0], ChildRunning)
+	// The child's events reach its status after its worker started.
+	st := waitStatus(t, p, ids[0], func(st ChildStatus) bool { return st.State == ChildRunning && st.Usage.Input > 0 })
 	if st.Turns != 1 || st.Tool != "bash" || st.Usage.Input != 1500 || !st.Background || st.Label != "mcp/1" {
 		t.Fatalf("live status = %+v", st)
 	}
