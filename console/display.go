@@ -152,6 +152,9 @@ func (d *Display) Handle(e event.Envelope) {
 		if b.Worktree != "" {
 			extra = " in worktree " + b.Worktree
 		}
+		if b.Background {
+			extra += ", in the background"
+		}
 		line = fmt.Sprintf("%s started%s (pid %d, child %s%s)", e.Agent, agentSuffix(r.agent), b.Pid, b.ChildID, extra)
 	case event.TurnStart:
 		d.rowFor(e.Agent).turns = b.Turn

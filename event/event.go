@@ -121,6 +121,9 @@ type TaskQueued struct {
 	AgentName  string `json:"agentName,omitempty"`
 	Child      string `json:"child"`
 	ToolCallID string `json:"toolCallId,omitempty"`
+	// Background marks a child started with background: true; its parent
+	// went on working and collects it later.
+	Background bool `json:"background,omitempty"`
 }
 
 // TaskStart reports a child's worker process started (a new child or a
@@ -135,6 +138,7 @@ type TaskStart struct {
 	Pid        int    `json:"pid"`
 	Resumed    bool   `json:"resumed"`
 	Sandbox    string `json:"sandbox,omitempty"`
+	Background bool   `json:"background,omitempty"`
 }
 
 // TaskEnd reports how a task call ended: a child's attempt, or a rejection
@@ -150,6 +154,7 @@ type TaskEnd struct {
 	AttemptID  string                   `json:"attemptId,omitempty"`
 	Worktree   *session.WorktreeOutcome `json:"worktree,omitempty"`
 	Health     []string                 `json:"health,omitempty"`
+	Background bool                     `json:"background,omitempty"`
 }
 
 // RunEnd closes a run. Usage holds every agent's, by display label.

@@ -32,8 +32,17 @@ func hostToPB(m HostMsg) (*pb.HostMsg, error) {
 			}
 			rec = b
 		}
+		var recs [][]byte
+		for _, r := range v.Records {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return nil, fmt.Errorf("encode task record: %w", err)
+			}
+			recs = append(recs, b)
+		}
 		return &pb.HostMsg{Msg: &pb.HostMsg_Answer{Answer: &pb.TaskAnswer{
 			CorrelationId: v.CorrelationID, Content: v.Content, IsError: v.IsError, Record: rec,
+			Records: recs, Running: v.Running,
 		}}}, nil
 	case Ack:
 		return &pb.HostMsg{Msg: &pb.HostMsg_Ack{Ack: &pb.Ack{}}}, nil
@@ -62,6 +71,14 @@ func hostFromPB(m *pb.HostMsg) (HostMsg, error) {
 			}
 			a.Record = &rec
 		}
+		for _, raw := range v.Answer.GetRecords() {
+			rec, err := session.ParseTaskRecord(raw)
+			if err != nil {
+				return nil, fmt.Errorf("decode task answer: %w", err)
+			}
+			a.Records = append(a.Records, rec)
+		}
+		a.Running = v.Answer.GetRunning()
 		return a, nil
 	case *pb.HostMsg_Ack:
 		return Ack{}, nil
@@ -84,7 +101,7 @@ func workerToPB(m WorkerMsg) (*pb.WorkerMsg, error) {
 		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Event{Event: &pb.Event{Seq: v.Seq, Type: v.Body.Kind(), Data: data}}}, nil
 	case TaskRequest:
 		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Task{Task: &pb.TaskRequest{
-			CorrelationId: v.CorrelationID, ToolCallId: v.ToolCallID, Args: v.Args,
+			CorrelationId: v.CorrelationID, ToolCallId: v.ToolCallID, Args: v.Args, Op: v.Op,
 		}}}, nil
 	case Outcome:
 		u := v.Usage
@@ -106,7 +123,7 @@ func workerFromPB(m *pb.WorkerMsg) (WorkerMsg, error) {
 		}
 		return Event{Seq: v.Event.GetSeq(), Body: body}, nil
 	case *pb.WorkerMsg_Task:
-		return TaskRequest{CorrelationID: v.Task.GetCorrelationId(), ToolCallID: v.Task.GetToolCallId(), Args: v.Task.GetArgs()}, nil
+		return TaskRequest{CorrelationID: v.Task.GetCorrelationId(), ToolCallID: v.Task.GetToolCallId(), Args: v.Task.GetArgs(), Op: v.Task.GetOp()}, nil
 	case *pb.WorkerMsg_Outcome:
 		o := v.Outcome
 		u := o.GetUsage()

@@ -28,6 +28,17 @@
 // connection closed) and no Attempt handler is still running; the caller then
 // exits the process.
 //
+// # Messages
+//
+// The host sends Run, then Cancel, TaskAnswer and finally Ack; the worker
+// sends numbered Events, TaskRequests and one Outcome (messages.go). A
+// TaskRequest's Op says what the worker's agent asks about its children: a
+// task call (the child's answer, or at once for a background child), their
+// status, a wait for background children (the answer carries the TaskRecords
+// it collects), a cancel, or which background children it must still
+// collect before it ends. A Cancel whose status is interrupted stops the
+// worker as host lost, as if its supervisor had died.
+//
 // # Regenerating ipc/pb
 //
 // `go generate ./ipc` runs protoc over worker.proto. It needs:

@@ -18,19 +18,28 @@ type Run struct {
 }
 
 // Cancel asks the worker to stop at its next safe point and end the attempt
-// with Status ("aborted" or "timeout") and Reason.
+// with Status ("aborted" or "timeout") and Reason. Status "interrupted"
+// stops it as host lost: the worker ends exactly as if its supervisor had
+// died (Reason HostLost), leaving its open task calls to be answered from
+// its children's transcripts when it is resumed.
 type Cancel struct {
 	Status string
 	Reason string
 }
 
 // TaskAnswer answers the TaskRequest with the same CorrelationID: the
-// composed task result and the TaskRecord to store beside it.
+// composed result, the TaskRecord to store beside it (a task call's) or
+// the TaskRecords of the background children it collects (task_wait,
+// task_cancel), and for op "pending" the children still to collect.
 type TaskAnswer struct {
 	CorrelationID string
 	Content       string
 	IsError       bool
 	Record        *session.TaskRecord
+	Records       []session.TaskRecord
+	// Running names the caller's background children that still run or
+	// whose results it has not collected (op "pending").
+	Running []string
 }
 
 // Ack acknowledges the worker's Outcome: the worker may end the stream and
@@ -60,13 +69,26 @@ type Event struct {
 	Body event.Event
 }
 
-// TaskRequest asks the host to run (or resume) a child for a `task` call;
-// Args are the call's JSON arguments as the model gave them.
+// TaskRequest asks the host to run (or resume) a child for a `task` call
+// (Op "" or OpTask), or to report on (OpStatus), wait for (OpWait) or stop
+// (OpCancel) the caller's children; OpPending asks which background
+// children the caller must still collect. Args are the call's JSON
+// arguments as the model gave them.
 type TaskRequest struct {
 	CorrelationID string
 	ToolCallID    string
 	Args          json.RawMessage
+	Op            string
 }
+
+// Ops of a TaskRequest.
+const (
+	OpTask    = "task"
+	OpStatus  = "status"
+	OpWait    = "wait"
+	OpCancel  = "cancel"
+	OpPending = "pending"
+)
 
 // Outcome ends the attempt; the host answers it with Ack.
 type Outcome struct {

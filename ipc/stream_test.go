@@ -57,12 +57,16 @@ func TestTypedMessagesRoundTrip(t *testing.T) {
 		TaskAnswer{CorrelationID: "c1", Content: "done", IsError: true, Record: rec},
 		TaskAnswer{CorrelationID: "c2", Content: "no record"},
 		Budget{Remaining: -12},
+		TaskAnswer{CorrelationID: "c3", Content: "2 ended", Records: []session.TaskRecord{*rec, *rec}},
+		TaskAnswer{CorrelationID: "c4", Content: "1 still running", Running: []string{"01abc"}},
+		Cancel{Status: StatusInterrupted, Reason: HostLost},
 		Ack{},
 	}
 	worker := []WorkerMsg{
 		Event{Seq: 1, Body: event.TurnStart{Turn: 1}},
 		Event{Seq: 2, Body: event.Message{Message: model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: "hi"}}}}},
 		TaskRequest{CorrelationID: "c1", ToolCallID: "call-1", Args: json.RawMessage(`{"prompt":"p"}`)},
+		TaskRequest{CorrelationID: "c2", ToolCallID: "call-2", Args: json.RawMessage(`{"ids":["01abc"]}`), Op: OpWait},
 		Outcome{Status: StatusCompleted, Reason: "", Text: "all done", Turns: 3, Usage: usage, AttemptID: "a", Epoch: 7, Health: []string{"h1"}, Capped: "turns"},
 	}
 	got := make(chan []HostMsg, 1)

@@ -263,9 +263,10 @@ func (r *runner) deliverResult(turn int, s *callSlot) (model.Message, error) {
 		IsError:    s.result.IsError,
 	}
 	msg := model.Message{
-		Role:       model.RoleToolResult,
-		Results:    []model.ToolResult{tr},
-		TaskRecord: s.result.Record,
+		Role:        model.RoleToolResult,
+		Results:     []model.ToolResult{tr},
+		TaskRecord:  s.result.Record,
+		TaskRecords: s.result.Records,
 	}
 	if err := r.deliver(turn, msg); err != nil {
 		return msg, err

@@ -95,6 +95,7 @@ type sleepTool struct {
 	rec     *recorder
 	release chan struct{} // closed to let tools that ignore ctx return early; may be nil
 	record  json.RawMessage
+	records []json.RawMessage
 }
 
 var _ tools.Tool = (*sleepTool)(nil)
@@ -133,7 +134,7 @@ func (s *sleepTool) Run(ctx context.Context, raw json.RawMessage) tools.Result {
 	if interrupted {
 		return tools.Result{Content: a.Label + " stopped: " + ctx.Err().Error(), IsError: true}
 	}
-	return tools.Result{Content: a.Label + " done", IsError: a.Fail, Record: s.record}
+	return tools.Result{Content: a.Label + " done", IsError: a.Fail, Record: s.record, Records: s.records}
 }
 
 // call renders one scripted call of tool with the given sleep args.

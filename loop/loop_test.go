@@ -315,7 +315,7 @@ func TestToolRecordAndPanics(t *testing.T) {
 	record := json.RawMessage(`{"version":1,"status":"completed"}`)
 	res, err := loop.Run(context.Background(), s.options(
 		twoTurns(t, call("task", "child", 1), `{tool: boom}`),
-		&sleepTool{name: "task", safe: true, rec: newRecorder(), record: record},
+		&sleepTool{name: "task", safe: true, rec: newRecorder(), record: record, records: []json.RawMessage{record, record}},
 		panicTool{},
 	))
 	if err != nil {
@@ -325,6 +325,9 @@ func TestToolRecordAndPanics(t *testing.T) {
 	for _, m := range res.Messages {
 		if m.Role == model.RoleToolResult {
 			recs = append(recs, m.TaskRecord)
+			if m.Results[0].ToolName == "task" && len(m.TaskRecords) != 2 {
+				t.Errorf("task result carries %d TaskRecords, want the tool's 2", len(m.TaskRecords))
+			}
 		}
 	}
 	if len(recs) != 2 || string(recs[0]) != string(record) || recs[1] != nil {

@@ -87,6 +87,11 @@ type Message struct {
 	// TaskRecord is the record of a `task` tool result. It is stored beside
 	// the message in a transcript entry and never sent to a model.
 	TaskRecord json.RawMessage `json:"-"`
+	// TaskRecords are the records of background children whose results
+	// this message collects (a task_wait result, or ink's note to an agent
+	// that ended its turn while they ran). Stored beside the message like
+	// TaskRecord and never sent to a model.
+	TaskRecords []json.RawMessage `json:"-"`
 }
 
 // UserText returns a user message holding one text block.

@@ -4,14 +4,24 @@
 // TaskRecords, and enforces the window of concurrent children, the depth
 // limit, timeouts, cancellation and hung-worker detection. It never runs a
 // model or a tool itself, and it writes no agent transcript: workers write
-// their own. The only transcript it writes is a shell session, the parent
-// that `ink task` records its one task call in.
+// their own. The only transcripts it writes are shell sessions: the parent
+// that `ink task` records its task call in, and the session of each `ink
+// mcp` connection — both a [Parent].
+//
+// Every parent attempt keeps a registry of its children (children.go): a
+// task call with background: true is answered as soon as its child passed
+// every check, and the child's answer waits there, with its live status,
+// until task_wait collects it (background.go); children still running when
+// their parent's attempt ends are cancelled with it. A [Parent] is the same
+// for a front end: it runs task calls (one child, a batch at once, or
+// children in the background), reports, waits and cancels, and records it
+// all in its own session (parent.go).
 //
 // The package is split by job: supervision (launcher.go, plugin.go,
 // supervise.go, window.go, publish.go), task and resume (task.go,
-// resume.go, finish.go, result.go, recover.go, shell.go, run.go) and the
-// prompts children are given (system.go, context.go). docs/architecture.md
-// explains the processes, the wire and the rules in full.
+// resume.go, finish.go, result.go, recover.go), children and front-end
+// parents (children.go, background.go, parent.go, shell.go, run.go) and the
+// prompts children are given (system.go, context.go).
 package orchestrator
 
 import (
@@ -283,6 +293,9 @@ const (
 	StatusInterrupted = ipc.StatusInterrupted
 	StatusRefused     = ipc.StatusRefused
 	StatusRejected    = "rejected"
+	// StatusStarted is the Status of a TaskResult whose child was started
+	// in the background: its outcome comes later, through task_wait.
+	StatusStarted = "started"
 )
 
 // ProtocolVersion is the worker wire's protocol version.

@@ -33,8 +33,8 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 	used := map[string]bool{}
 	recorded := map[string]int{}
 	for _, m := range tr.Messages {
-		if len(m.TaskRecord) > 0 {
-			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil && rec.ChildID != "" {
+		for _, rec := range session.TaskRecordsOf(m) {
+			if rec.ChildID != "" {
 				used[rec.ChildID] = true
 				if rec.Launched {
 					recorded[rec.ChildID]++

@@ -41,6 +41,14 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	refuse := func(problems ...Problem) taskAnswer {
 		return o.reject(parent, call, args, resumeRefusal(childID, problems))
 	}
+	if t := parent.registry().get(childID); t != nil && parent.registry().running(childID) {
+		if t.background {
+			return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+				"it is still running in the background of this session; collect it with task_wait({ids: [%q]}) or stop it with task_cancel({id: %q}), then resume it", childID, childID)})
+		}
+		return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+			"it is still running in this session (the task call that started it has not returned, or is stopping); wait for it, or stop it with task_cancel({id: %q}), then resume it", childID)})
+	}
 	ownerID := parent.sessionID
 	if parent.childrenOf != "" {
 		h, err := session.ReadHeader(parent.childrenOf)
@@ -234,19 +242,18 @@ func atURL(b model.Binding) string {
 }
 
 // parentRecorded reports whether the transcript at path holds a TaskRecord
-// with launched=true for childID.
+// with launched=true for childID, on a task result or among the records a
+// message collected (task_wait).
 func parentRecorded(path, childID string) bool {
 	tr, err := session.Open(path)
 	if err != nil {
 		return false
 	}
 	for _, m := range tr.Messages {
-		if len(m.TaskRecord) == 0 {
-			continue
-		}
-		rec, err := session.ParseTaskRecord(m.TaskRecord)
-		if err == nil && rec.ChildID == childID && rec.Launched {
-			return true
+		for _, rec := range session.TaskRecordsOf(m) {
+			if rec.ChildID == childID && rec.Launched {
+				return true
+			}
 		}
 	}
 	return false

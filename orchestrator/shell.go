@@ -2,16 +2,11 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/inkdev/ink/event"
-	"github.com/inkdev/ink/lease"
-	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
 
@@ -23,114 +18,55 @@ type TaskOptions struct {
 	Parent string
 }
 
-// TaskResult is how `ink task` ended.
+// TaskResult is how one task call ended (`ink task`, or one task of a
+// front-end call).
 type TaskResult struct {
 	Content string // the composed task result, as a parent model would see it
 	IsError bool
-	Status  string // the TaskRecord status (rejected included)
+	Status  string // the TaskRecord status (rejected included); StatusStarted for a background start
 	Record  session.TaskRecord
 	// ParentSession is the shell session this command recorded its task
 	// call in ("" when it was refused before writing anything).
 	ParentSession string
+	// Text is the child's final text of this attempt; Turns its turns.
+	Text  string
+	Turns int
 }
 
 // ErrBadInput marks errors caused by the user's input (exit code 2).
 var ErrBadInput = errors.New("bad input")
 
-// Task runs one child from the shell, with no main agent. The orchestrator
-// writes its parent: a new shell session holding this command's task call
+// Task runs one child from the shell, with no main agent, through a
+// shell-like Parent: a new shell session holds this command's task call
 // and its result, under that session's lease, created only once the child
 // is launched, so a rejected task leaves no file behind. A resumed child
 // lives in the session that owns it (found with --parent, or the newest
 // owner in this directory), but its resume is recorded here, never in the
 // owner's transcript, which only the owner's own worker writes.
 func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, error) {
-	tools := o.mainTools()
-	id := session.NewID()
-	parent := &agentRun{
-		label: "shell", sessionID: id, transcript: session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id),
-		depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd, shell: true,
+	if opts.Args.Resume == nil && opts.Parent != "" {
+		return TaskResult{}, fmt.Errorf("%w: --parent only goes with --resume", ErrBadInput)
 	}
-	// The shell parent's system prompt is what a main agent would have, so
-	// children launched from the shell and from `ink run` look alike.
-	files := projectContext(o.cfg.Cwd)
-	parent.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
-	parent.files = contextRefs(files)
-	call := taskCall{id: "shell-" + session.NewID(), label: parent.nextChildLabel(), ticket: o.pub.ticket()}
+	p := o.NewParent(ParentOptions{Label: "shell", Shell: true})
+	defer p.Close(nil)
 	if opts.Args.Resume != nil {
 		path, _, err := o.findOwner(*opts.Args.Resume, opts.Parent)
 		if err != nil {
 			res := TaskResult{Status: StatusRejected, Content: err.Error() + "\nStart a new task instead.", IsError: true}
-			o.pub.emit(call.label, "", event.TaskEnd{Status: StatusRejected, Reason: res.Content, ToolCallID: call.id})
+			o.pub.emit("shell/1", "", event.TaskEnd{Status: StatusRejected, Reason: res.Content})
 			o.pub.emit("shell", "", event.RunEnd{Status: res.Status, Reason: res.Content, Rejected: 1})
 			return res, nil
 		}
-		parent.childrenOf = path
-	} else if opts.Parent != "" {
-		return TaskResult{}, fmt.Errorf("%w: --parent only goes with --resume", ErrBadInput)
+		p.ar.childrenOf = path
 	}
-
-	var (
-		w      *session.Writer
-		l      *lease.Lease
-		once   sync.Once
-		setErr error
-	)
-	defer func() {
-		if w != nil {
-			w.Close()
-		}
-		if l != nil {
-			l.Release()
-		}
-	}()
-	parent.onLaunch = func() error {
-		once.Do(func() {
-			setErr = func() error {
-				if err := mkdirFor(parent.transcript); err != nil {
-					return err
-				}
-				var err error
-				l, err = lease.Acquire(parent.transcript, lease.Owner{AttemptID: call.id, Agent: "shell", SessionID: parent.sessionID})
-				if err != nil {
-					return err
-				}
-				l.StartHeartbeat(o.cfg.HeartbeatInterval)
-				w, err = session.Create(parent.transcript, session.Header{Type: "session", Version: session.Version, ID: parent.sessionID, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd})
-				if err != nil {
-					return err
-				}
-				args, _ := json.Marshal(opts.Args)
-				redacted, _ := o.redact.Redact(string(args))
-				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: call.id, Name: "task", Args: json.RawMessage(redacted)}}})
-				if err == nil {
-					o.pub.emit("shell", parent.sessionID, event.RunStart{Transcript: parent.transcript, Model: o.cfg.Binding.String(), Cwd: o.cfg.Cwd})
-				}
-				return err
-			}()
-		})
-		return setErr
-	}
-
-	ans := o.task(ctx, parent, call, opts.Args)
-	res := TaskResult{Content: ans.Content, IsError: ans.IsError, Status: ans.Record.Status, Record: ans.Record}
-	if w != nil {
-		res.ParentSession = parent.sessionID
-		rec, _ := json.Marshal(ans.Record)
-		content, _ := o.redact.Redact(ans.Content)
-		m := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.id, ToolName: "task", Content: content, IsError: ans.IsError}}, TaskRecord: rec}
-		if l.Check() == nil {
-			if _, err := w.AppendMessage(m); err != nil {
-				o.cfg.Logger.Error("Shell session write failed", "err", err)
-			}
-		}
-	}
-	end := event.RunEnd{Status: res.Status, Text: ans.Result.Text, Turns: ans.Result.Turns, Usage: o.usage.snapshot(), Rejected: int(o.pub.rejected.Load())}
+	out := p.Task(ctx, Call{Tasks: []TaskArgs{opts.Args}})
+	res := out.Tasks[0]
+	end := event.RunEnd{Status: res.Status, Text: res.Text, Turns: res.Turns, Usage: o.usage.snapshot(), Rejected: int(o.pub.rejected.Load())}
 	if res.IsError {
 		end.Reason = res.Content
 	}
-	if w != nil {
-		end.Transcript = parent.transcript
+	if res.ParentSession != "" {
+		end.Transcript = p.ar.transcript
 	}
 	o.pub.emit("shell", res.ParentSession, end)
 	return res, nil

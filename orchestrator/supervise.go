@@ -35,13 +35,43 @@ type agentRun struct {
 	// hints must be shell commands.
 	shell bool
 
-	// onLaunch, when set, runs once before the first child is launched,
-	// after every rejection check passed (a shell parent writes its
-	// session only then, so a rejected `ink task` leaves no file).
-	onLaunch func() error
+	// onLaunch, when set, runs before each child is launched, after every
+	// rejection check passed (a shell parent writes its session and the
+	// task call only then, so a rejected `ink task` leaves no file).
+	onLaunch func(call taskCall, args TaskArgs) error
+
+	// track, on a child, is its entry in its parent's registry, fed with
+	// its events.
+	track *trackedChild
 
 	mu       sync.Mutex
 	children int // child ordinal for labels
+	kids     *childRegistry
+}
+
+// registry is the agent's registry of children (made on first use).
+func (ar *agentRun) registry() *childRegistry {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.kids == nil {
+		ar.kids = &childRegistry{}
+	}
+	return ar.kids
+}
+
+// withOwner returns a view of ar whose children to resume live under the
+// transcript at owner (another session's), sharing ar's registry and
+// hooks. A shell-like parent uses it to resume a child it did not start.
+func (ar *agentRun) withOwner(owner string) *agentRun {
+	kids := ar.registry()
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return &agentRun{
+		label: ar.label, sessionID: ar.sessionID, transcript: ar.transcript, childrenOf: owner,
+		depth: ar.depth, binding: ar.binding, system: ar.system, files: ar.files, tools: ar.tools,
+		cwd: ar.cwd, root: ar.root, agent: ar.agent, shell: ar.shell, onLaunch: ar.onLaunch,
+		children: ar.children, kids: kids,
+	}
 }
 
 // nextChildLabel is the display label of this agent's next child.
@@ -85,6 +115,12 @@ type taskCall struct {
 	id     string
 	label  string
 	ticket uint64
+	// background marks a call answered at once; its child is collected
+	// later (task_wait).
+	background bool
+	// registered, when set, is called with the child's registry entry once
+	// every rejection check passed, just before it queues for the window.
+	registered func(*trackedChild)
 }
 
 // supervise starts a worker for spec and supervises it to the end: it
@@ -142,10 +178,13 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	childCtx, cancelChildren := context.WithCancelCause(context.Background())
 	defer cancelChildren(nil)
 	var tasks sync.WaitGroup
-	// Children end before their parent's worker is closed or killed.
-	defer func() {
+	// Children — background ones too — end before their parent's worker is
+	// closed or killed.
+	endChildren := func() {
 		tasks.Wait()
-	}()
+		ar.registry().wait()
+	}
+	defer endChildren()
 
 	var timeoutC <-chan time.Time
 	if timeout > 0 {
@@ -165,7 +204,12 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		if err := w.Send(ipc.Cancel{Status: status, Reason: reason}); err != nil {
 			o.cfg.Logger.Debug("Cancel not sent", "agent", ar.label, "err", err)
 		}
-		cancelChildren(errors.New(reason))
+		if status == ipc.StatusInterrupted {
+			// Host lost reaches the whole subtree.
+			cancelChildren(ErrHostLost)
+		} else {
+			cancelChildren(errors.New(reason))
+		}
 		grace = time.After(o.cfg.Grace)
 	}
 	done := ctx.Done()
@@ -194,15 +238,21 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 				if msg, ok := m.Body.(event.Message); ok && msg.Message.Usage != nil {
 					o.noteUsage(*msg.Message.Usage)
 				}
+				if ar.track != nil {
+					ar.track.observe(m.Body)
+				}
 			case ipc.TaskRequest:
-				call, ok := calls[m.ToolCallID]
-				if !ok {
-					call = taskCall{id: m.ToolCallID, label: ar.nextChildLabel(), ticket: o.pub.ticket()}
+				var call taskCall
+				if m.Op == "" || m.Op == ipc.OpTask {
+					var ok bool
+					if call, ok = calls[m.ToolCallID]; !ok {
+						call = taskCall{id: m.ToolCallID, label: ar.nextChildLabel(), ticket: o.pub.ticket()}
+					}
 				}
 				tasks.Add(1)
 				go func() {
 					defer tasks.Done()
-					ans := o.handleTask(childCtx, ar, call, m.Args)
+					ans := o.handleRequest(childCtx, ar, call, m)
 					ans.CorrelationID = m.CorrelationID
 					if err := w.Send(ans); err != nil {
 						o.cfg.Logger.Debug("Task answer not sent", "agent", ar.label, "err", err)
@@ -221,7 +271,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 						o.cfg.Logger.Debug("Ack not sent", "agent", ar.label, "err", err)
 					}
 				}
-				tasks.Wait()
+				endChildren()
 				stopReceiving()
 				w.Close()
 				return res
@@ -232,12 +282,16 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			if cancelStatus != "" {
 				res.Status = cancelStatus
 			}
-			tasks.Wait()
+			endChildren()
 			w.Kill()
 			return res
 		case <-done:
 			done = nil
-			cancel(ipc.StatusAborted, cancelledWhy(ctx, ar.depth > 0))
+			status, reason := cancelOutcome(ctx)
+			if status == ipc.StatusAborted && reason == userCancel {
+				reason = cancelledWhy(ctx, ar.depth > 0)
+			}
+			cancel(status, reason)
 		case <-timeoutC:
 			cancel(ipc.StatusTimeout, fmt.Sprintf("timed out after %s", timeout))
 		case <-grace:

@@ -27,6 +27,7 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 		b.WriteString("\n# Delegation\n")
 		b.WriteString("The task tool runs a child agent as its own process with a clean context and returns its final answer.\n")
 		b.WriteString("Use several task calls in one message for independent investigations; give each a self-contained prompt.\n")
+		b.WriteString("For independent work that takes long, start children with background: true, keep working, and collect their results with task_wait before you finish.\n")
 		b.WriteString("Pass worktree: true for risky edits: the child then works in its own git worktree and branch.\n")
 		b.WriteString("A child that failed, timed out or was interrupted can be continued with task({resume: \"<child id>\", prompt: \"...\"}).\n")
 		if set != nil {

@@ -39,16 +39,32 @@ type taskAnswer struct {
 	Result  attemptResult
 }
 
+// ipc is the answer on the wire; an answer without a record (a background
+// start) carries none.
 func (t taskAnswer) ipc() ipc.TaskAnswer {
-	rec := t.Record
-	return ipc.TaskAnswer{Content: t.Content, IsError: t.IsError, Record: &rec}
+	a := ipc.TaskAnswer{Content: t.Content, IsError: t.IsError}
+	if t.Record.Version != 0 {
+		rec := t.Record
+		a.Record = &rec
+	}
+	return a
 }
 
-// handleTask answers a worker's task request.
+// result is the answer as a front end sees it.
+func (t taskAnswer) result() TaskResult {
+	status := t.Record.Status
+	return TaskResult{Content: t.Content, IsError: t.IsError, Status: status, Record: t.Record}
+}
+
+// handleTask answers a worker's task request: a background call at once,
+// with its child's id, any other once its child ended.
 func (o *Orchestrator) handleTask(ctx context.Context, parent *agentRun, call taskCall, raw json.RawMessage) ipc.TaskAnswer {
 	args, err := taskargs.Parse(raw)
 	if err != nil {
 		return o.reject(parent, call, TaskArgs{}, err.Error()).ipc()
+	}
+	if args.Background {
+		return o.startBackground(ctx, parent, call, args).ipc()
 	}
 	return o.task(ctx, parent, call, args).ipc()
 }
@@ -63,7 +79,7 @@ func (o *Orchestrator) reject(parent *agentRun, call taskCall, args TaskArgs, re
 	if args.Agent != nil {
 		rec.Agent = *args.Agent
 	}
-	o.pub.emit(call.label, parent.sessionID, event.TaskEnd{Status: StatusRejected, Reason: reason, ToolCallID: call.id})
+	o.pub.emit(call.label, parent.sessionID, event.TaskEnd{Status: StatusRejected, Reason: reason, ToolCallID: call.id, Background: call.background})
 	return taskAnswer{Content: reason, IsError: true, Record: rec}
 }
 
@@ -216,11 +232,13 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 }
 
 // runChild runs one attempt of a child inside the window and composes the
-// answer. A resumed child keeps its worktree whatever its state.
+// answer. A resumed child keeps its worktree whatever its state. Once every
+// check passed the child is in its parent's registry, where task_status,
+// task_wait and task_cancel find it.
 func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	o.armBudget(&e.spec)
 	if e.parent.onLaunch != nil {
-		if err := e.parent.onLaunch(); err != nil {
+		if err := e.parent.onLaunch(e.call, e.args); err != nil {
 			ans := o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: %v", err))
 			if e.wt != nil && !e.resumed {
 				_, _, lines := o.settleWorktree(*e.wt, false, false)
@@ -240,8 +258,22 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
+	ctx, tc := e.parent.registry().track(ctx, e)
+	e.child.track = tc
+	if e.call.registered != nil {
+		e.call.registered(tc)
+	}
+	ans := o.runTracked(ctx, e)
+	tc.end(ans)
+	return ans
+}
+
+// runTracked runs a registered child's attempt: it waits for a slot in the
+// window, supervises the worker and composes the answer.
+func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 	release, err := o.window.acquire(ctx, e.call.ticket, func() {
-		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id})
+		e.child.track.queued()
+		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id, Background: e.call.background})
 	})
 	if err != nil {
 		return o.finish(e, attemptResult{AttemptID: e.spec.AttemptID, Status: ipc.StatusAborted, Reason: fmt.Sprintf("cancelled while queued: %v", err)})
@@ -268,7 +300,9 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
 			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
+			Background: e.call.background,
 		})
+		e.child.track.running(pid)
 	})
 	o.usage.add(e.child.label, res.Usage)
 	e.started = true

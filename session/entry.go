@@ -64,6 +64,9 @@ type Entry struct {
 	Message *model.Message `json:"message,omitempty"`
 	// TaskRecord is the raw TaskRecord of a `task` result; message entries only.
 	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	// TaskRecords are the raw TaskRecords of the background children a
+	// message collects (task_wait results, ink's notes); message entries only.
+	TaskRecords []json.RawMessage `json:"taskRecords,omitempty"`
 	// Attempt is set for attempt entries.
 	Attempt *AttemptEntry `json:"-"`
 	// Compaction is set for compaction entries.
@@ -84,8 +87,9 @@ type wireHead struct {
 // wireMessage is the on-disk shape of a message entry.
 type wireMessage struct {
 	wireHead
-	Message    *model.Message  `json:"message,omitempty"`
-	TaskRecord json.RawMessage `json:"taskRecord,omitempty"`
+	Message     *model.Message    `json:"message,omitempty"`
+	TaskRecord  json.RawMessage   `json:"taskRecord,omitempty"`
+	TaskRecords []json.RawMessage `json:"taskRecords,omitempty"`
 }
 
 // wireAttempt is the on-disk shape of an attempt entry.
@@ -132,10 +136,17 @@ func decodeEntry(line []byte) (Entry, error) {
 			}
 			m.TaskRecord = rec
 		}
+		for i, raw := range w.TaskRecords {
+			rec, err := compactObject(raw)
+			if err != nil {
+				return Entry{}, fmt.Errorf("taskRecords[%d]: %w", i, err)
+			}
+			m.TaskRecords = append(m.TaskRecords, rec)
+		}
 		if err := validateMessage(m); err != nil {
 			return Entry{}, err
 		}
-		return Entry{Type: EntryMessage, ID: h.ID, Message: &m, TaskRecord: m.TaskRecord}, nil
+		return Entry{Type: EntryMessage, ID: h.ID, Message: &m, TaskRecord: m.TaskRecord, TaskRecords: m.TaskRecords}, nil
 	case EntryAttempt:
 		var a AttemptEntry
 		if err := json.Unmarshal(line, &a); err != nil {
@@ -230,6 +241,9 @@ func validateMessage(m model.Message) error {
 	if m.TaskRecord != nil && m.Role != model.RoleToolResult {
 		return errors.New("taskRecord on a message that is not a toolResult")
 	}
+	if len(m.TaskRecords) > 0 && m.Role != model.RoleToolResult && m.Role != model.RoleUser {
+		return errors.New("taskRecords on a message that is neither a toolResult nor a user message")
+	}
 	return nil
 }
 
@@ -259,6 +273,7 @@ func normaliseMessage(m model.Message) model.Message {
 		m.ToolCalls = calls
 	}
 	m.TaskRecord = nil
+	m.TaskRecords = nil
 	return m
 }
 
@@ -293,6 +308,13 @@ func encodeEntry(e Entry) ([]byte, error) {
 				return nil, fmt.Errorf("taskRecord: %w", err)
 			}
 			w.TaskRecord = rec
+		}
+		for i, raw := range m.TaskRecords {
+			rec, err := compactObject(raw)
+			if err != nil {
+				return nil, fmt.Errorf("taskRecords[%d]: %w", i, err)
+			}
+			w.TaskRecords = append(w.TaskRecords, rec)
 		}
 		return marshalLine(w)
 	case EntryAttempt:

@@ -206,3 +206,23 @@ func TruncateReason(s string) string {
 	r := []rune(s)
 	return string(r[:MaxReasonRunes-1]) + "…"
 }
+
+// TaskRecordsOf returns every TaskRecord message m carries, in order: the
+// record of its own task result, then those of the background children it
+// collects (a task_wait result, or ink's closing note to an agent). A
+// record that does not parse is left out; every reader of records (resume,
+// recovery, listings) goes through here so that both places count.
+func TaskRecordsOf(m model.Message) []TaskRecord {
+	var out []TaskRecord
+	if len(m.TaskRecord) > 0 {
+		if r, err := ParseTaskRecord(m.TaskRecord); err == nil {
+			out = append(out, r)
+		}
+	}
+	for _, raw := range m.TaskRecords {
+		if r, err := ParseTaskRecord(raw); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,8 +124,8 @@ func (w *Writer) Path() string { return w.path }
 // Header returns the transcript's header.
 func (w *Writer) Header() Header { return w.header }
 
-// AppendMessage appends one message entry (with the message's TaskRecord,
-// if any, beside it) and returns the entry as written. The file is fsynced
+// AppendMessage appends one message entry (with the message's TaskRecord
+// and TaskRecords, if any, beside it) and returns the entry as written. The file is fsynced
 // after a toolResult message.
 func (w *Writer) AppendMessage(m model.Message) (Entry, error) {
 	msg := m
@@ -136,6 +137,13 @@ func (w *Writer) AppendMessage(m model.Message) (Entry, error) {
 	if len(m.TaskRecord) > 0 {
 		e.TaskRecord, _ = compactObject(m.TaskRecord)
 		msg.TaskRecord = e.TaskRecord
+	}
+	if len(m.TaskRecords) > 0 {
+		e.TaskRecords = make([]json.RawMessage, len(m.TaskRecords))
+		for i, raw := range m.TaskRecords {
+			e.TaskRecords[i], _ = compactObject(raw)
+		}
+		msg.TaskRecords = e.TaskRecords
 	}
 	if err := w.append(&e, line, m.Role == model.RoleToolResult); err != nil {
 		return Entry{}, err

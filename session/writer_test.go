@@ -204,14 +204,16 @@ func TestAppendRejectsInvalidMessages(t *testing.T) {
 	}
 	defer w.Close()
 	for name, m := range map[string]model.Message{
-		"no role":            {Content: []model.Block{{Type: "text", Text: "x"}}},
-		"empty results":      {Role: model.RoleToolResult},
-		"record on user":     {Role: model.RoleUser, Content: []model.Block{{Type: "text", Text: "x"}}, TaskRecord: json.RawMessage(`{}`)},
-		"record not object":  {Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "c"}}, TaskRecord: json.RawMessage(`[1]`)},
-		"call without id":    {Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{Name: "read"}}},
-		"invalid args JSON":  {Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "read", Args: json.RawMessage(`{`)}}},
-		"result without id":  {Role: model.RoleToolResult, Results: []model.ToolResult{{Content: "x"}}},
-		"user carries calls": {Role: model.RoleUser, ToolCalls: []model.ToolCall{{ID: "c", Name: "read"}}},
+		"no role":              {Content: []model.Block{{Type: "text", Text: "x"}}},
+		"empty results":        {Role: model.RoleToolResult},
+		"record on user":       {Role: model.RoleUser, Content: []model.Block{{Type: "text", Text: "x"}}, TaskRecord: json.RawMessage(`{}`)},
+		"record not object":    {Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "c"}}, TaskRecord: json.RawMessage(`[1]`)},
+		"records on assistant": {Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: "x"}}, TaskRecords: []json.RawMessage{json.RawMessage(`{}`)}},
+		"records not objects":  {Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "c"}}, TaskRecords: []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`"x"`)}},
+		"call without id":      {Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{Name: "read"}}},
+		"invalid args JSON":    {Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "read", Args: json.RawMessage(`{`)}}},
+		"result without id":    {Role: model.RoleToolResult, Results: []model.ToolResult{{Content: "x"}}},
+		"user carries calls":   {Role: model.RoleUser, ToolCalls: []model.ToolCall{{ID: "c", Name: "read"}}},
 	} {
 		if _, err := w.AppendMessage(m); err == nil {
 			t.Errorf("%s: AppendMessage succeeded", name)
@@ -258,5 +260,57 @@ func TestWriterConcurrentAppendsStayWholeLines(t *testing.T) {
 		if e.Line != i+2 {
 			t.Fatalf("entry %d on line %d", i, e.Line)
 		}
+	}
+}
+
+// TestTaskRecordsRoundTrip: a task_wait result and ink's closing note to an
+// agent carry the records of the background children they collect; they
+// are written beside the message as taskRecords, read back in order, and
+// TaskRecordsOf returns them after the message's own record.
+func TestTaskRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
+	path := newTranscript(t, Header{}, nil)
+	w, err := OpenWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(child, status string) json.RawMessage {
+		r := TaskRecord{Version: 1, AttemptID: "a-" + child, ChildID: child, Launched: true, Status: status}
+		b, _ := json.Marshal(r)
+		return b
+	}
+	wait := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "w1", ToolName: "task_wait", Content: "both ended"}},
+		TaskRecords: []json.RawMessage{rec("c1", "completed"), json.RawMessage("{\n \"version\": 1, \"attemptId\": \"a-c2\", \"childId\": \"c2\", \"launched\": true, \"status\": \"timeout\"}")}}
+	note := model.UserText("[ink] your background child ended")
+	note.TaskRecords = []json.RawMessage{rec("c3", "aborted")}
+	for _, m := range []model.Message{{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "w1", Name: "task_wait"}}}, wait, note} {
+		if _, err := w.AppendMessage(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if !strings.Contains(string(readFile(t, path)), `"taskRecords":[{"version":1,"attemptId":"a-c1","childId":"c1","launched":true,"status":"completed"},{"version":1,"attemptId":"a-c2"`) {
+		t.Fatalf("taskRecords not written compact beside the message:\n%s", readFile(t, path))
+	}
+	tr, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range tr.Messages {
+		for _, r := range TaskRecordsOf(m) {
+			got = append(got, r.ChildID+":"+r.Status)
+		}
+	}
+	if strings.Join(got, ",") != "c1:completed,c2:timeout,c3:aborted" {
+		t.Fatalf("records read back = %v", got)
+	}
+	one := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "t", ToolName: "task"}}, TaskRecord: rec("c0", "crash"), TaskRecords: []json.RawMessage{json.RawMessage(`{"version":7}`), rec("c4", "completed")}}
+	got = nil
+	for _, r := range TaskRecordsOf(one) {
+		got = append(got, r.ChildID)
+	}
+	if strings.Join(got, ",") != "c0,c4" {
+		t.Fatalf("TaskRecordsOf = %v, want the own record first and the bad one left out", got)
 	}
 }

@@ -1,8 +1,14 @@
-// Package taskargs owns the arguments of ink's `task` tool: their names,
-// their JSON schema and the one parser every front end uses — the tool a
-// worker gives its model, the supervisor that runs the child, `ink task` on
-// the command line and the MCP server — so a call is accepted or refused by
-// the same rules wherever it comes from.
+// Package taskargs owns the arguments of ink's `task` tool and of the tools
+// that follow background children (`task_status`, `task_wait`,
+// `task_cancel`): their names and the one parser every front end uses — the
+// tools a worker gives its model, the supervisor that runs the children,
+// `ink task` on the command line and the MCP server — so a call is accepted
+// or refused by the same rules wherever it comes from.
+//
+// A task call starts one child (or continues one with resume). With
+// background it returns at once with the child's id; the caller collects
+// the result later with task_wait. The MCP server also takes a batch of
+// tasks in one call (ParseBatch), run at once and answered in order.
 package taskargs
 
 import (
@@ -24,10 +30,13 @@ type Args struct {
 	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
 	Worktree  *bool   `json:"worktree,omitempty"`
 	Resume    *string `json:"resume,omitempty"`
+	// Background starts the child and answers at once with its id; its
+	// result is collected later (task_wait). Allowed with resume.
+	Background bool `json:"background,omitempty"`
 }
 
 // Names are the arguments task takes, in the order they are documented.
-var Names = []string{"prompt", "agent", "timeoutMs", "worktree", "resume"}
+var Names = []string{"prompt", "agent", "timeoutMs", "worktree", "resume", "background"}
 
 // MinTimeoutMs is the smallest timeoutMs a call may give (one second).
 const MinTimeoutMs = 1000
@@ -41,11 +50,21 @@ const MaxIDLen = 64
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
-// Error is a refused task call; its text says what was wrong and how to fix
-// it, and starts with "task: ".
-type Error struct{ Msg string }
+// Error is a refused call; its text says what was wrong and how to fix it,
+// and starts with the tool's name ("task: ", "task_wait: ", …).
+type Error struct {
+	// Tool is the refused tool's name; "" means task.
+	Tool string
+	Msg  string
+}
 
-func (e *Error) Error() string { return "task: " + e.Msg }
+func (e *Error) Error() string {
+	tool := e.Tool
+	if tool == "" {
+		tool = "task"
+	}
+	return tool + ": " + e.Msg
+}
 
 func refuse(format string, a ...any) (Args, error) {
 	return Args{}, &Error{Msg: fmt.Sprintf(format, a...)}
@@ -106,6 +125,11 @@ func Parse(raw json.RawMessage) (Args, error) {
 			return refuse("worktree must be true or false")
 		}
 		a.Worktree = &b
+	}
+	if given("background") {
+		if json.Unmarshal(fields["background"], &a.Background) != nil {
+			return refuse("background must be true or false")
+		}
 	}
 	if present("resume") {
 		var id string

@@ -42,17 +42,14 @@ func (t *taskTool) Spec() model.ToolSpec {
 			"The child sees only your prompt (not this conversation), so say everything it needs: the goal, the relevant paths, " +
 			"and what its final report should contain. Its final message comes back to you as this tool's result. " +
 			"Several task calls in one message run in parallel; use that for independent investigations. " +
+			"background: true starts the child and returns its id at once, so you can do other work meanwhile; collect its result " +
+			"with task_wait (task_status shows its progress, task_cancel stops it). Use background children and task_wait for " +
+			"independent work that takes long, and always collect them before you finish. " +
 			"agent picks a named agent profile; worktree: true gives the child its own git worktree and branch, so its edits " +
 			"do not touch the working copy. timeoutMs bounds the child's run time. " +
 			"To continue a child that stopped (interrupted, timed out, crashed) or to follow up on its answer, call task with " +
 			"resume set to the child session id from its result and a new prompt; agent and worktree must then be left out.",
-		Schema: schema([]string{"prompt"},
-			prop{"prompt", "string", "What the child should do; it sees nothing else from this conversation."},
-			prop{"agent", "string", "Name of the agent profile to run (default: a general agent). Not allowed with resume."},
-			prop{"timeoutMs", "integer", "Time limit for the child in milliseconds, at least 1000."},
-			prop{"worktree", "boolean", "Run the child in its own git worktree on its own branch. Not allowed with resume."},
-			prop{"resume", "string", "Child session id to continue (from an earlier task result)."},
-		),
+		Schema: taskargs.TaskSchema(false),
 	}
 }
 

@@ -71,7 +71,10 @@ func TestTaskValidation(t *testing.T) {
 		{"resume with a slash", `{"prompt":"p","resume":"a/b"}`, "is not a child session id"},
 		{"resume with dot-dot", `{"prompt":"p","resume":".."}`, "never paths"},
 		{"resume uppercase", `{"prompt":"p","resume":"ABC"}`, "is not a child session id"},
-		{"unknown field", `{"prompt":"p","model":"x"}`, `unknown argument "model"; task takes: prompt, agent, timeoutMs, worktree, resume`},
+		{"unknown field", `{"prompt":"p","model":"x"}`, `unknown argument "model"; task takes: prompt, agent, timeoutMs, worktree, resume, background`},
+		{"background", `{"prompt":"p","background":true}`, ""},
+		{"background resume", `{"prompt":"p","resume":"abc","background":true}`, ""},
+		{"background not a bool", `{"prompt":"p","background":1}`, "background must be true or false"},
 		{"not an object", `["p"]`, "the arguments must be a JSON object"},
 		{"empty arguments", ``, "the arguments must be a JSON object"},
 		{"broken JSON", `{"prompt":`, "the arguments must be a JSON object"},
@@ -111,10 +114,10 @@ func TestTaskSpec(t *testing.T) {
 	if spec.Name != "task" {
 		t.Fatalf("name = %q", spec.Name)
 	}
-	for _, w := range []string{"parallel", "resume", "worktree"} {
+	for _, w := range []string{"parallel", "resume", "worktree", "background", "task_wait"} {
 		if !strings.Contains(spec.Description, w) {
 			t.Errorf("description does not explain %s", w)
 		}
 	}
-	checkSchema(t, spec.Schema, []string{"prompt", "agent", "timeoutMs", "worktree", "resume"}, []string{"prompt"})
+	checkSchema(t, spec.Schema, []string{"prompt", "agent", "timeoutMs", "worktree", "resume", "background"}, []string{"prompt"})
 }

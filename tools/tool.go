@@ -16,6 +16,10 @@ type Result struct {
 	// Record is an opaque record stored beside the result in the transcript
 	// and never sent to a model (the TaskRecord of a `task` call).
 	Record json.RawMessage
+	// Records are opaque records stored beside the result in the same way:
+	// the TaskRecords of the background children a task_wait or
+	// task_cancel call collected.
+	Records []json.RawMessage
 }
 
 // Tool is one tool an agent may call. Implementations are safe for

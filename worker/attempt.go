@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,13 @@ func (a *attempt) receive(ctx context.Context) {
 		}
 		switch m := m.(type) {
 		case ipc.Cancel:
+			if m.Status == ipc.StatusInterrupted {
+				// The supervisor stops this worker as host lost (its client
+				// went away): end exactly as if it had died.
+				a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+				a.cancel(errHostLost)
+				continue
+			}
 			status := m.Status
 			if status != ipc.StatusTimeout {
 				status = ipc.StatusAborted
@@ -180,28 +188,57 @@ func (a *attempt) receive(ctx context.Context) {
 // RunTask implements tools.TaskRunner: it forwards a task call to the host
 // and waits for the answer.
 func (a *attempt) RunTask(ctx context.Context, callID string, args json.RawMessage) tools.Result {
+	return toolResult(a.request(ctx, ipc.OpTask, callID, args))
+}
+
+// ControlTask implements tools.TaskController: it forwards a task_status,
+// task_wait or task_cancel call to the host and waits for the answer.
+func (a *attempt) ControlTask(ctx context.Context, tool, callID string, args json.RawMessage) tools.Result {
+	op := map[string]string{tools.TaskStatusTool: ipc.OpStatus, tools.TaskWaitTool: ipc.OpWait, tools.TaskCancelTool: ipc.OpCancel}[tool]
+	if op == "" {
+		return tools.Result{Content: fmt.Sprintf("ink: %s is not a tool this worker forwards", tool), IsError: true}
+	}
+	return toolResult(a.request(ctx, op, callID, args))
+}
+
+// toolResult turns a host's answer into a tool result with its records.
+func toolResult(ans ipc.TaskAnswer) tools.Result {
+	res := tools.Result{Content: ans.Content, IsError: ans.IsError}
+	if ans.Record != nil {
+		res.Record, _ = json.Marshal(ans.Record)
+	}
+	for _, r := range ans.Records {
+		raw, _ := json.Marshal(r)
+		res.Records = append(res.Records, raw)
+	}
+	return res
+}
+
+// request sends one request about this agent's children to the host and
+// waits for its answer; when ctx ends first, the answer says the call was
+// interrupted.
+func (a *attempt) request(ctx context.Context, op, callID string, args json.RawMessage) ipc.TaskAnswer {
 	corr := fmt.Sprintf("%s-%d", a.spec.AttemptID, a.nextCorr.Add(1))
 	ch := make(chan ipc.TaskAnswer, 1)
 	a.pendingMu.Lock()
 	a.pending[corr] = ch
 	a.pendingMu.Unlock()
-	a.send(ipc.TaskRequest{CorrelationID: corr, ToolCallID: callID, Args: args})
+	a.send(ipc.TaskRequest{CorrelationID: corr, ToolCallID: callID, Args: args, Op: op})
 	select {
 	case ans := <-ch:
-		res := tools.Result{Content: ans.Content, IsError: ans.IsError}
-		if ans.Record != nil {
-			res.Record, _ = json.Marshal(ans.Record)
-		}
-		return res
+		return ans
 	case <-ctx.Done():
 		a.pendingMu.Lock()
 		delete(a.pending, corr)
 		a.pendingMu.Unlock()
-		return tools.Result{Content: "interrupted: " + context.Cause(ctx).Error(), IsError: true}
+		return ipc.TaskAnswer{Content: "interrupted: " + context.Cause(ctx).Error(), IsError: true}
 	}
 }
 
-var _ tools.TaskRunner = (*attempt)(nil)
+var (
+	_ tools.TaskRunner     = (*attempt)(nil)
+	_ tools.TaskController = (*attempt)(nil)
+)
 
 // run executes the attempt and returns its outcome. Every message is on disk
 // before its event is sent; the attempt's start and end are recorded in the
@@ -287,63 +324,70 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		provider = &redactingProvider{Provider: provider, x: a.redact}
 	}
 
-	res, runErr := loop.Run(ctx, loop.Options{
-		Provider: provider,
-		Request: model.Request{
-			System: sp.System, Model: sp.Binding.Model, MaxTokens: sp.MaxTokens,
-			Thinking: sp.Thinking, Agent: sp.Agent, Depth: sp.Depth,
-		},
-		Tools:           pool,
-		History:         view.Messages(),
-		ReservedCallIDs: a.reserved,
-		MaxParallel:     sp.MaxParallel,
-		ContextWindow:   contextWindow(sp),
-		MaxTurns:        sp.MaxTurns,
-		Budget:          a.loopBudget(),
-		Health:          loop.HealthOptions{Off: os.Getenv("INK_HEALTH") == "0"},
-		OnMessage: func(m model.Message) error {
-			if err := l.Check(); err != nil {
-				return err
-			}
-			if unansweredTask(ctx, m) {
-				// The supervisor died before the child's answer came: leave
-				// the call open so that continuing this session answers it
-				// from the child's own transcript, naming the child.
-				a.log.Info("Task call left open: the supervisor was lost before its answer")
-				_ = view.Apply(session.Entry{Type: session.EntryMessage, Message: &m})
+	var turnBase atomic.Int64
+	run := func() (loop.Result, error) {
+		return loop.Run(ctx, loop.Options{
+			Provider: &turnShift{Provider: provider, base: int(turnBase.Load())},
+			Request: model.Request{
+				System: sp.System, Model: sp.Binding.Model, MaxTokens: sp.MaxTokens,
+				Thinking: sp.Thinking, Agent: sp.Agent, Depth: sp.Depth,
+			},
+			Tools:           pool,
+			History:         view.Messages(),
+			ReservedCallIDs: a.reserved,
+			MaxParallel:     sp.MaxParallel,
+			ContextWindow:   contextWindow(sp),
+			MaxTurns:        sp.MaxTurns,
+			Budget:          a.loopBudget(),
+			Health:          loop.HealthOptions{Off: os.Getenv("INK_HEALTH") == "0"},
+			OnMessage: func(m model.Message) error {
+				if err := l.Check(); err != nil {
+					return err
+				}
+				if unansweredTask(ctx, m) {
+					// The supervisor died before the child's answer came: leave
+					// the call open so that continuing this session answers it
+					// from the child's own transcript, naming the child.
+					a.log.Info("Task call left open: the supervisor was lost before its answer")
+					_ = view.Apply(session.Entry{Type: session.EntryMessage, Message: &m})
+					return nil
+				}
+				e, err := w.AppendMessage(m)
+				if err != nil {
+					return fmt.Errorf("transcript write: %w", err)
+				}
+				_ = view.Apply(e)
+				l.Progress()
+				a.event(event.Message{Message: m})
 				return nil
-			}
-			e, err := w.AppendMessage(m)
-			if err != nil {
-				return fmt.Errorf("transcript write: %w", err)
-			}
-			_ = view.Apply(e)
-			l.Progress()
-			a.event(event.Message{Message: m})
-			return nil
-		},
-		OnCompaction: func(c loop.Compaction) error {
-			if err := l.Check(); err != nil {
-				return err
-			}
-			first, err := view.FirstKept(c.Kept)
-			if err != nil {
-				return err
-			}
-			u := c.Usage
-			e, err := w.AppendCompaction(session.CompactionEntry{Summary: c.Summary, FirstKept: first, TokensBefore: c.TokensBefore, Trigger: c.Trigger, Usage: &u})
-			if err != nil {
-				return fmt.Errorf("transcript write: %w", err)
-			}
-			if err := view.Apply(e); err != nil {
-				return err
-			}
-			l.Progress()
-			a.event(event.Compaction{Trigger: c.Trigger, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Window: c.Window, Kept: c.Kept, Replaced: c.Replaced, FirstKept: first, Usage: &u})
-			return nil
-		},
-		OnEvent: a.loopEvent(l),
-	})
+			},
+			OnCompaction: func(c loop.Compaction) error {
+				if err := l.Check(); err != nil {
+					return err
+				}
+				first, err := view.FirstKept(c.Kept)
+				if err != nil {
+					return err
+				}
+				u := c.Usage
+				e, err := w.AppendCompaction(session.CompactionEntry{Summary: c.Summary, FirstKept: first, TokensBefore: c.TokensBefore, Trigger: c.Trigger, Usage: &u})
+				if err != nil {
+					return fmt.Errorf("transcript write: %w", err)
+				}
+				if err := view.Apply(e); err != nil {
+					return err
+				}
+				l.Progress()
+				a.event(event.Compaction{Trigger: c.Trigger, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Window: c.Window, Kept: c.Kept, Replaced: c.Replaced, FirstKept: first, Usage: &u})
+				return nil
+			},
+			OnEvent: a.loopEvent(l, &turnBase),
+		})
+	}
+	res, runErr := run()
+	if runErr == nil && slices.Contains(sp.Tools, "task") {
+		res, runErr = a.collectBackground(ctx, w, l, view, res, &turnBase, run)
+	}
 	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted, Capped: res.Capped, Health: res.Health}
 	if runErr != nil {
 		switch {
@@ -566,6 +610,10 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 		closer.Close()
 		return nil, nil, fmt.Errorf("tool pool: %w", err)
 	}
+	if slices.Contains(sp.Tools, "task") {
+		// An agent that may delegate follows its children too.
+		pool = append(pool, tools.NewTaskControls(a)...)
+	}
 	if !a.redact.r.Empty() {
 		for i, t := range pool {
 			pool[i] = &redactingTool{Tool: t, x: a.redact}
@@ -574,13 +622,15 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 	return pool, closer, nil
 }
 
-// loopEvent turns loop progress into host events and lease progress.
-func (a *attempt) loopEvent(l *lease.Lease) func(loop.Event) {
+// loopEvent turns loop progress into host events and lease progress. Turns
+// are numbered within the attempt: base holds the turns of the loop runs
+// before this one.
+func (a *attempt) loopEvent(l *lease.Lease, base *atomic.Int64) func(loop.Event) {
 	return func(e loop.Event) {
 		switch e.Type {
 		case loop.EventTurnStart:
 			l.Progress()
-			a.event(event.TurnStart{Turn: e.Turn})
+			a.event(event.TurnStart{Turn: int(base.Load()) + e.Turn})
 		case loop.EventDelta:
 			if e.Delta != nil && e.Delta.Type == "retry" {
 				a.event(event.Warning{Text: a.redact.text(e.Delta.Text, "a provider warning")})

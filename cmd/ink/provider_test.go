@@ -406,7 +406,8 @@ func TestProviderOpenAIEndToEnd(t *testing.T) {
 		}
 		parsed = append(parsed, r)
 	}
-	allTools := []string{"bash", "edit", "find", "grep", "ls", "read", "task", "write"}
+	// An agent that may delegate also follows its children.
+	allTools := []string{"bash", "edit", "find", "grep", "ls", "read", "task", "task_cancel", "task_status", "task_wait", "write"}
 	childTools := []string{"bash", "edit", "find", "grep", "ls", "read", "write"}
 	for i, wantTools := range [][]string{allTools, childTools, childTools, allTools} {
 		if got := parsed[i].toolNames(); !slices.Equal(got, wantTools) {

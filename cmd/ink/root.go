@@ -72,7 +72,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newRunCmd(g), newTaskCmd(g), newDemoCmd(g), newVersionCmd(g), newDoctorCmd(g),
 		newSessionsCmd(g), newLeasesCmd(g), newStatusCmd(g), newWorktreesCmd(g),
-		newAgentsCmd(g), newTrustCmd(g),
+		newAgentsCmd(g), newTrustCmd(g), newMCPCmd(g),
 		&cobra.Command{Use: "worker", Hidden: true, RunE: func(*cobra.Command, []string) error {
 			return usageErr("`ink worker` is started by ink itself, not by hand")
 		}},

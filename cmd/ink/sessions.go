@@ -186,15 +186,20 @@ func fillShellSummary(s *session.SessionSummary) {
 			var args struct {
 				Prompt string `json:"prompt"`
 				Resume string `json:"resume"`
+				// Tasks is a batch of the MCP server's task tool.
+				Tasks []struct {
+					Prompt string `json:"prompt"`
+				} `json:"tasks"`
 			}
 			if json.Unmarshal(c.Args, &args) == nil {
+				if args.Prompt == "" && len(args.Tasks) > 0 {
+					args.Prompt = args.Tasks[0].Prompt
+				}
 				prompt = "task: " + args.Prompt
 			}
 		}
-		if len(m.TaskRecord) > 0 {
-			if rec, err := session.ParseTaskRecord(m.TaskRecord); err == nil {
-				status = rec.Status
-			}
+		for _, rec := range session.TaskRecordsOf(m) {
+			status = rec.Status
 		}
 	}
 	if s.LastStatus == "" {
@@ -229,7 +234,7 @@ func findTranscript(home, cwd, id string) (string, error) {
 }
 
 // showJSON is the --json form of `ink sessions show`: the header, every
-// message with its TaskRecord, the attempts, the children and a torn tail.
+// message with its TaskRecord (or TaskRecords), the attempts, the children and a torn tail.
 func showJSON(path string, tr *session.Transcript, children []session.ChildSummary) map[string]any {
 	msgs := make([]map[string]any, 0, len(tr.Messages))
 	for _, m := range tr.Messages {
@@ -238,6 +243,9 @@ func showJSON(path string, tr *session.Transcript, children []session.ChildSumma
 		json.Unmarshal(data, &obj)
 		if len(m.TaskRecord) > 0 {
 			obj["taskRecord"] = m.TaskRecord
+		}
+		if len(m.TaskRecords) > 0 {
+			obj["taskRecords"] = m.TaskRecords
 		}
 		msgs = append(msgs, obj)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -17,6 +18,10 @@ type runEnv struct {
 	orc     *orchestrator.Orchestrator
 	display *console.Display
 	close   func()
+	// home, profiles and log are what `ink mcp` hands its server too.
+	home     string
+	profiles orchestrator.Profiles
+	log      *slog.Logger
 }
 
 // setup builds the orchestrator from the shared flags.
@@ -98,7 +103,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		return nil, usageErr("%v", err)
 	}
 	relay.attach(orc)
-	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }}, nil
+	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }, home: home, profiles: reg, log: log}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

@@ -381,7 +381,9 @@ func (x *Run) GetSpec() []byte {
 // Cancel asks the worker to stop at the next safe point.
 type Cancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status the attempt should end with: "aborted" or "timeout".
+	// status the attempt should end with: "aborted", "timeout", or
+	// "interrupted" when the supervisor stops it as host lost (its client
+	// went away).
 	Status        string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -439,7 +441,13 @@ type TaskAnswer struct {
 	Content       string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	IsError       bool                   `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	// record is the JSON TaskRecord to store beside the tool result.
-	Record        []byte `protobuf:"bytes,4,opt,name=record,proto3" json:"record,omitempty"`
+	Record []byte `protobuf:"bytes,4,opt,name=record,proto3" json:"record,omitempty"`
+	// records are the JSON TaskRecords of the background children this
+	// answer collects (task_wait, task_cancel).
+	Records [][]byte `protobuf:"bytes,5,rep,name=records,proto3" json:"records,omitempty"`
+	// running names the caller's background children that are still
+	// running or whose results were never collected (op "pending").
+	Running       []string `protobuf:"bytes,6,rep,name=running,proto3" json:"running,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +506,20 @@ func (x *TaskAnswer) GetIsError() bool {
 func (x *TaskAnswer) GetRecord() []byte {
 	if x != nil {
 		return x.Record
+	}
+	return nil
+}
+
+func (x *TaskAnswer) GetRecords() [][]byte {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *TaskAnswer) GetRunning() []string {
+	if x != nil {
+		return x.Running
 	}
 	return nil
 }
@@ -663,13 +685,18 @@ func (x *Event) GetData() []byte {
 	return nil
 }
 
-// TaskRequest asks the host to run (or resume) a child for a `task` call.
+// TaskRequest asks the host to run (or resume) a child for a `task` call,
+// or to report on, wait for or stop the caller's children.
 type TaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CorrelationId string                 `protobuf:"bytes,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
 	ToolCallId    string                 `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	// args is the task call's JSON arguments as the model gave them.
-	Args          []byte `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
+	// args is the call's JSON arguments as the model gave them.
+	Args []byte `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
+	// op is "task" (also when empty), "status", "wait", "cancel", or
+	// "pending" (the worker asks which background children it must still
+	// collect before it ends).
+	Op            string `protobuf:"bytes,4,opt,name=op,proto3" json:"op,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -723,6 +750,13 @@ func (x *TaskRequest) GetArgs() []byte {
 		return x.Args
 	}
 	return nil
+}
+
+func (x *TaskRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
 }
 
 type Usage struct {
@@ -941,13 +975,15 @@ const file_worker_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\fR\x04spec\"8\n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x80\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb4\x01\n" +
 	"\n" +
 	"TaskAnswer\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\tR\rcorrelationId\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x19\n" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12\x16\n" +
-	"\x06record\x18\x04 \x01(\fR\x06record\"\x9d\x01\n" +
+	"\x06record\x18\x04 \x01(\fR\x06record\x12\x18\n" +
+	"\arecords\x18\x05 \x03(\fR\arecords\x12\x18\n" +
+	"\arunning\x18\x06 \x03(\tR\arunning\"\x9d\x01\n" +
 	"\tWorkerMsg\x12)\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ink.ipc.v1.EventH\x00R\x05event\x12-\n" +
 	"\x04task\x18\x02 \x01(\v2\x17.ink.ipc.v1.TaskRequestH\x00R\x04task\x12/\n" +
@@ -956,12 +992,13 @@ const file_worker_proto_rawDesc = "" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"j\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"z\n" +
 	"\vTaskRequest\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\tR\rcorrelationId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
 	"toolCallId\x12\x12\n" +
-	"\x04args\x18\x03 \x01(\fR\x04args\"\x95\x01\n" +
+	"\x04args\x18\x03 \x01(\fR\x04args\x12\x0e\n" +
+	"\x02op\x18\x04 \x01(\tR\x02op\"\x95\x01\n" +
 	"\x05Usage\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x03R\x05input\x12\x16\n" +
 	"\x06output\x18\x02 \x01(\x03R\x06output\x12\x1d\n" +

@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const agentsListDescription = "List the agent profiles task can run (its agent argument): name, description, tools, model " +
+	"and timeout, plus profile files that were skipped and why. Profiles live in ~/.ink/agents, ~/.claude/agents and the " +
+	"project's .ink/agents and .claude/agents (project ones once the project is trusted with `ink trust`)."
+
+// agentInfo is one profile as agents_list reports it.
+type agentInfo struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tools       []string `json:"tools,omitempty"`
+	Model       string   `json:"model,omitempty"`
+	TimeoutS    float64  `json:"timeoutSeconds,omitempty"`
+	Worktree    *bool    `json:"worktree,omitempty"`
+	Source      string   `json:"source"`
+	// Refused says why a task naming this agent is refused ("" when it
+	// runs).
+	Refused string `json:"refused,omitempty"`
+}
+
+// addAgentTools registers agents_list.
+func (s *Server) addAgentTools() {
+	s.mcp.AddTool(&mcp.Tool{
+		Name: "agents_list", Title: "List agent profiles", Description: agentsListDescription, InputSchema: noArgs,
+		Annotations: &mcp.ToolAnnotations{Title: "List agent profiles", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+	}, s.agentsList)
+}
+
+func (s *Server) agentsList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := strictArgs("agents_list", req.Params.Arguments); err != nil {
+		return toolError(err.Error()), nil
+	}
+	list := []agentInfo{}
+	var notes []string
+	if s.cfg.Profiles != nil {
+		if set := s.cfg.Profiles.Current(); set != nil {
+			for _, p := range set.All() {
+				a := agentInfo{Name: p.Name, Description: p.Description, Tools: p.Tools, Model: p.Model, TimeoutS: p.Timeout.Seconds(), Worktree: p.Worktree, Source: p.Source}
+				if len(p.UnknownTools) > 0 {
+					a.Refused = fmt.Sprintf("it lists unknown tools %s; fix the tools: line of %s", strings.Join(p.UnknownTools, ", "), p.Source)
+				}
+				list = append(list, a)
+			}
+			for _, pr := range set.Problems() {
+				notes = append(notes, "skipped: "+pr.Error())
+			}
+			if msg := set.UntrustedMessage(); msg != "" {
+				notes = append(notes, "untrusted: "+msg)
+			}
+		}
+	}
+	var b strings.Builder
+	if len(list) == 0 {
+		b.WriteString("no agent profiles are loaded; task runs a general agent when agent is left out")
+	} else {
+		fmt.Fprintf(&b, "%d agent %s (give the name as task's agent):", len(list), map[bool]string{true: "profile", false: "profiles"}[len(list) == 1])
+		for _, a := range list {
+			fmt.Fprintf(&b, "\n- %s: %s", a.Name, a.Description)
+			var about []string
+			if a.Tools != nil {
+				about = append(about, "tools "+strings.Join(a.Tools, ", "))
+			}
+			if a.Model != "" {
+				about = append(about, "model "+a.Model)
+			}
+			if a.TimeoutS > 0 {
+				about = append(about, fmt.Sprintf("timeout %gs", a.TimeoutS))
+			}
+			if a.Worktree != nil && *a.Worktree {
+				about = append(about, "in its own worktree")
+			}
+			if len(about) > 0 {
+				fmt.Fprintf(&b, " (%s)", strings.Join(about, "; "))
+			}
+			if a.Refused != "" {
+				fmt.Fprintf(&b, " — refused: %s", a.Refused)
+			}
+		}
+	}
+	for _, n := range notes {
+		b.WriteString("\n")
+		b.WriteString(n)
+	}
+	out := textResult(b.String(), false)
+	out.StructuredContent = map[string]any{"agents": list, "notes": notes}
+	return out, nil
+}
