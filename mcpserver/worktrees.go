@@ -27,12 +27,15 @@ const (
 	worktreeDiffDescription = "Show a child's changes: the git patch of its worktree against the commit it started from, " +
 		"commits, uncommitted edits and untracked files included. Read-only."
 	worktreeMergeDescription = "Merge a child's branch into the branch checked out in the main checkout (git merge --no-ff). " +
-		"It is refused, changing nothing, when the main checkout has uncommitted changes, the worktree has uncommitted work, " +
-		"or the merge would conflict or overwrite untracked files; the message says which files. The worktree is kept. " +
-		"Review the changes first with worktree_diff."
+		"It is refused, changing nothing, when the main checkout has uncommitted changes, the worktree has uncommitted work " +
+		"(pass commit: true to commit it on the child's branch first), or the merge would conflict or overwrite untracked files; " +
+		"the message says which files. Once everything in it is merged, the worktree and its branch are removed, unless the " +
+		"child can still be resumed. Review the changes first with worktree_diff."
 )
 
 var idSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Child session id of the worktree's child (worktrees_list shows them)."}},"required":["id"],"additionalProperties":false}`)
+
+var mergeSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Child session id of the worktree's child (worktrees_list shows them)."},"commit":{"type":"boolean","description":"Commit the child's uncommitted work on its branch first, with a generated message."}},"required":["id"],"additionalProperties":false}`)
 
 var noArgs = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 
@@ -49,7 +52,7 @@ func (s *Server) addWorktreeTools() {
 		Annotations: &mcp.ToolAnnotations{Title: "Diff a child's worktree", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreeDiff)
 	s.mcp.AddTool(&mcp.Tool{
-		Name: "worktree_merge", Title: "Merge a child's branch", Description: worktreeMergeDescription, InputSchema: idSchema,
+		Name: "worktree_merge", Title: "Merge a child's branch", Description: worktreeMergeDescription, InputSchema: mergeSchema,
 		// A merge adds a commit and changes the checkout; a second merge
 		// finds nothing to do.
 		Annotations: &mcp.ToolAnnotations{Title: "Merge a child's branch", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
@@ -189,7 +192,17 @@ func (s *Server) worktreeDiff(ctx context.Context, req *mcp.CallToolRequest) (*m
 }
 
 func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, err := childID("worktree_merge", req.Params.Arguments)
+	fields, err := strictArgs("worktree_merge", req.Params.Arguments, "id", "commit")
+	if err != nil {
+		return toolError(err.Error()), nil
+	}
+	commit := false
+	if v, ok := fields["commit"]; ok && json.Unmarshal(v, &commit) != nil {
+		return toolError("worktree_merge: commit must be true or false"), nil
+	}
+	delete(fields, "commit")
+	rest, _ := json.Marshal(fields)
+	id, err := childID("worktree_merge", rest)
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
@@ -197,15 +210,25 @@ func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
-	res, err := worktree.Merge(ctx, info, worktree.MergeOptions{Child: orchestrator.WorktreeChildren(s.cfg.InkHome)})
+	res, err := worktree.Merge(ctx, info, worktree.MergeOptions{Commit: commit, Child: orchestrator.WorktreeChildren(s.cfg.InkHome)})
 	if err != nil {
-		return toolError("worktree_merge: " + err.Error()), nil
+		msg := "worktree_merge: " + err.Error()
+		if !commit && strings.Contains(msg, "merge --commit") {
+			msg += "\nFrom here: call worktree_merge again with commit: true."
+		}
+		return toolError(msg), nil
 	}
 	var text string
 	if res.AlreadyMerged {
 		text = fmt.Sprintf("%s has nothing %s lacks; nothing to merge", res.Branch, res.Into)
 	} else {
 		text = fmt.Sprintf("merged %s into %s (%s) as %s", res.Branch, res.Into, res.Shortstat, worktree.ShortSHA(res.Commit))
+	}
+	switch {
+	case res.Removed:
+		text += fmt.Sprintf("; removed the worktree %s and branch %s, everything in them being merged", info.Record.Path, res.Branch)
+	case res.Kept != "":
+		text += fmt.Sprintf("; kept the worktree %s: %s", info.Record.Path, res.Kept)
 	}
 	out := textResult(text, false)
 	out.StructuredContent = res

@@ -320,6 +320,8 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
+	// Read the window off the provider itself, before wrappers hide it.
+	window := contextWindow(sp, provider)
 	if !a.redact.r.Empty() {
 		provider = &redactingProvider{Provider: provider, x: a.redact}
 	}
@@ -336,7 +338,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			History:         view.Messages(),
 			ReservedCallIDs: a.reserved,
 			MaxParallel:     sp.MaxParallel,
-			ContextWindow:   contextWindow(sp),
+			ContextWindow:   window,
 			MaxTurns:        sp.MaxTurns,
 			Budget:          a.loopBudget(),
 			Health:          loop.HealthOptions{Off: os.Getenv("INK_HEALTH") == "0"},
@@ -408,10 +410,14 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 }
 
 // contextWindow is the attempt's context window: the one the user set
-// (--context-window, a profile's contextWindow:), else the model's.
-func contextWindow(sp ipc.AttemptSpec) int64 {
+// (--context-window), else the one the provider reports (a script's
+// contextWindow:), else the model's.
+func contextWindow(sp ipc.AttemptSpec, p model.Provider) int64 {
 	if sp.ContextWindow > 0 {
 		return sp.ContextWindow
+	}
+	if wr, ok := p.(model.WindowReporter); ok && wr.ContextWindow() > 0 {
+		return wr.ContextWindow()
 	}
 	return model.ContextWindow(sp.Binding)
 }

@@ -71,24 +71,24 @@ func TestBudgetSoftLanding(t *testing.T) {
   - when: {depth: 1}
     reply:
       calls: [{tool: bash, args: {command: "true"}}]
-      usage: {input: 1000, output: 100}
+      usage: {input: 10000, output: 1000}
 `)
-	p, code := e.run("run", "--json", "--max-parallel", "1", "--budget", "6k", "--model", "script:"+script, "go")
+	p, code := e.run("run", "--json", "--max-parallel", "1", "--budget", "50k", "--model", "script:"+script, "go")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
 	}
 	evs := events(t, p.stdout.Bytes())
 	ends := ofType(evs, "task.end")
 	if len(ends) != 2 || ends[0]["status"] != "completed" || ends[1]["status"] != "rejected" ||
-		!strings.Contains(ends[1]["reason"].(string), "the run's token budget of 6k tokens is spent") {
+		!strings.Contains(ends[1]["reason"].(string), "the run's token budget of 50k tokens is spent") {
 		t.Fatalf("task.end %v, want the first child completed and the queued one refused by the budget", ends)
 	}
 	runEnd := ofType(evs, "run.end")[0]
 	b, _ := runEnd["budget"].(map[string]any)
-	if b == nil || b["limit"] != 6000.0 || b["spent"].(float64) <= 0 || runEnd["rejected"] != 1.0 {
+	if b == nil || b["limit"] != 50000.0 || b["spent"].(float64) <= 0 || runEnd["rejected"] != 1.0 {
 		t.Fatalf("run.end %v", runEnd)
 	}
-	if !strings.Contains(p.stderr.String(), "of its 6k-token budget") {
+	if !strings.Contains(p.stderr.String(), "of its 50k-token budget") {
 		t.Errorf("stderr does not report the budget:\n%s", p.stderr.String())
 	}
 	list, _ := session.ListSessions(e.home, e.dir)

@@ -510,8 +510,13 @@ func TestMCPWorktree(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(e.dir, "child.txt")); err != nil || string(data) != "from-child\n" {
 		t.Fatalf("child.txt in the main checkout after the merge: %q, %v", data, err)
 	}
-	again, _ := s.call(t, "worktree_merge", map[string]any{"id": id})
-	if !strings.Contains(again, "nothing to merge") {
+	// Everything in it merged, the worktree and its branch are gone, so a
+	// second merge finds nothing to merge.
+	if !strings.Contains(merged, "removed the worktree") {
+		t.Fatalf("worktree_merge does not say the merged worktree was removed:\n%s", merged)
+	}
+	again, res := s.call(t, "worktree_merge", map[string]any{"id": id})
+	if !res.IsError || !strings.Contains(again, "no worktree for child") {
 		t.Fatalf("second merge:\n%s", again)
 	}
 }
