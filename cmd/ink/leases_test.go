@@ -47,11 +47,11 @@ func (e *env) jsonLines(want int, args ...string) []map[string]any {
 	return rows
 }
 
-// leaseRows is `ink leases ls --json` keyed by transcript path.
+// leaseRows is `ink leases ls --all --json` keyed by transcript path.
 func (e *env) leaseRows() map[string]map[string]any {
 	e.t.Helper()
 	out := map[string]map[string]any{}
-	for _, r := range e.jsonLines(0, "leases", "ls", "--json") {
+	for _, r := range e.jsonLines(0, "leases", "ls", "--all", "--json") {
 		out[r["path"].(string)] = r
 	}
 	return out

@@ -113,7 +113,10 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.vars = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(root, "home"), "INK_HOME=" + e.home,
+		// ink on PATH is the binary under test, as for a user who installed
+		// it: the commands ink suggests then read "ink …".
+		"PATH=" + filepath.Dir(inkBin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(root, "home"), "INK_HOME=" + e.home,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=ink test", "GIT_AUTHOR_EMAIL=test@ink.invalid",
 		"GIT_COMMITTER_NAME=ink test", "GIT_COMMITTER_EMAIL=test@ink.invalid", "LANG=C.UTF-8",
 	}

@@ -17,10 +17,10 @@ import (
 
 func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List and show transcripts, with their children"}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "ls",
 		Short: "List the main sessions of this directory, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -59,11 +59,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			return tw.Flush()
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}, lookFlags...))
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "show ID",
-		Short: "Show a session's messages and children",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a session's messages and children (-v: messages in full)",
+		Args:  oneArg("a session id (a main session's or a child's)", "list them with `ink sessions ls`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -130,7 +130,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-	})
+	}, "cwd", "json", "verbose"))
 	return cmd
 }
 
