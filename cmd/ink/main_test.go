@@ -152,7 +152,13 @@ type proc struct {
 // by pid (with its process group) when the test ends.
 func (e *env) start(args ...string) *proc {
 	e.t.Helper()
-	p := &proc{cmd: exec.Command(inkBin, args...), done: make(chan struct{})}
+	return e.startExe(inkBin, args...)
+}
+
+// startExe is start with another copy of the ink binary.
+func (e *env) startExe(exe string, args ...string) *proc {
+	e.t.Helper()
+	p := &proc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
 	p.cmd.Dir = e.dir
 	p.cmd.Env = e.vars
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

@@ -60,7 +60,7 @@ func goRunCommand(wd string) string {
 			if err != nil {
 				break
 			}
-			if !strings.HasPrefix(rel, "..") {
+			if rel != "." && !strings.HasPrefix(rel, "..") {
 				rel = "." + string(filepath.Separator) + rel
 			}
 			return "go run " + shellWord(rel)
