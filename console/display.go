@@ -296,7 +296,7 @@ func (d *Display) redraw() {
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
+		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %9s  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
 		d.drawn++
 	}
 }

@@ -114,7 +114,7 @@ func TestRunOnATerminal(t *testing.T) {
 	for _, want := range []string{
 		`ink: main started \(session [a-z0-9]+, model script:`,
 		// A live row of the running child: label, status, elapsed, turns.
-		`  main/1 +running +\d+s +1 turns +`,
+		`  main/1 +running +\d+s +1 turn +`,
 		// Rows are erased before they are drawn again.
 		`\x1b\[1A\x1b\[2K`,
 		`ink: main/1 completed after [0-9.]+m?s: 1 turn, 300 in / 9 out`,
