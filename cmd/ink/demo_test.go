@@ -134,3 +134,37 @@ func TestDemoUnderGoRun(t *testing.T) {
 	}
 	noDemoDirs(t, tmp)
 }
+
+// TestDemoJSON: `ink demo --json` writes only events on stdout, the stream
+// `ink run --json` writes, for every scene; the report goes to stderr.
+func TestDemoJSON(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tmp := t.TempDir()
+	e.vars = append(e.vars, "TMPDIR="+tmp)
+	p, code := e.run("demo", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	var agents []string
+	for _, ev := range ofType(evs, "run.start") {
+		agents = append(agents, ev["agent"].(string))
+	}
+	if strings.Join(agents, " ") != "main shell shell" {
+		t.Errorf("run.start of %v, want main (scenes 1 and 2) and two shells (scene 3)", agents)
+	}
+	crashed := false
+	for _, ev := range ofType(evs, "task.end") {
+		if ev["status"] == "crash" && strings.Contains(ev["reason"].(string), "killed by signal SIGKILL") && ev["turns"] == float64(1) {
+			crashed = true
+		}
+	}
+	if !crashed {
+		t.Errorf("no task.end of the killed child with its one turn")
+	}
+	if !strings.Contains(p.stderr.String(), "scene 3: a child is killed in the middle of a command, then resumed") {
+		t.Errorf("the report is not on stderr:\n%s", p.stderr.String())
+	}
+	noDemoDirs(t, tmp)
+}
