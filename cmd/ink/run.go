@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 )
@@ -25,7 +28,13 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env, err := setup(cmd.Context(), g, preflight{})
+			pre := preflight{}
+			if g.session != "" {
+				pre.check = func(_ context.Context, _ *agents.Set, _ string, _ model.Binding) error {
+					return checkMainSession(g.session)
+				}
+			}
+			env, err := setup(cmd.Context(), g, pre)
 			if err != nil {
 				return err
 			}
@@ -49,6 +58,26 @@ func newRunCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}, append(supervisorFlags, "session")...)
+}
+
+// checkMainSession checks that --session names a main session ink can
+// continue, before anything is written: an id, of a session that exists,
+// and not a child's (which `ink task --resume` continues).
+func checkMainSession(id string) error {
+	home, err := inkHome()
+	if err != nil {
+		return err
+	}
+	if !session.ValidID(id) {
+		return usageErr("--session %q is not a session id (ids use only a-z, 0-9 and '-'); list sessions with `%s sessions ls`", id, selfCommand())
+	}
+	if kids, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "children", id+".jsonl")); len(kids) > 0 {
+		return usageErr("%s is a child session, not a main session; continue it with `%s task --resume %s \"…\"`", id, selfCommand(), id)
+	}
+	if mains, _ := filepath.Glob(filepath.Join(home, "sessions", "*", id+".jsonl")); len(mains) == 0 {
+		return usageErr("--session %s: no such session; list the sessions of this directory with `%s sessions ls`", id, selfCommand())
+	}
+	return nil
 }
 
 // continueHint says how to continue the main session of res, or, when it
