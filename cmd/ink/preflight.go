@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -110,13 +108,14 @@ func checkScript(flag, path string) error {
 // probeTimeout bounds the check that a local model server answers.
 const probeTimeout = 5 * time.Second
 
-// checkServerAnswers asks a self-hosted server (Ollama, vLLM, or any
-// endpoint on this machine) for its model list; any HTTP answer will do. A
-// server that does not answer at all is bad input: a run on it could only
-// crash. Hosted APIs are not asked (their hiccups are retried during the
-// run). explicitURL says the endpoint came from --base-url.
+// checkServerAnswers asks a self-hosted model server (Ollama, vLLM) for
+// its model list; any HTTP answer will do. A server that does not answer at
+// all is bad input: a run on it could only crash. Hosted APIs are not asked
+// (their hiccups are retried during the run), nor is any server ink does
+// not run locally by design. explicitURL says the endpoint came from
+// --base-url.
 func checkServerAnswers(ctx context.Context, b model.Binding, what string, explicitURL bool) error {
-	if b.Provider != "ollama" && b.Provider != "vllm" && !onThisMachine(b.BaseURL) {
+	if b.Provider != "ollama" && b.Provider != "vllm" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -142,28 +141,12 @@ func checkServerAnswers(ctx context.Context, b model.Binding, what string, expli
 			why = fmt.Sprintf("no answer within %s", probeTimeout)
 		}
 	}
-	fix := "start the server, or set the provider's base URL variable to where it runs"
+	fix := "start the vLLM server, or set VLLM_BASE_URL to its address (ending in /v1)"
 	switch {
 	case explicitURL:
 		fix = "start the server, or give its address with --base-url"
 	case b.Provider == "ollama":
 		fix = "start Ollama (`ollama serve`), or set OLLAMA_HOST to where it runs"
-	case b.Provider == "vllm":
-		fix = "start the vLLM server, or set VLLM_BASE_URL to its address (ending in /v1)"
 	}
 	return usageErr("%s: no %s server at %s: %s; %s", what, b.Provider, displayEndpoint(b.BaseURL), why, fix)
-}
-
-// onThisMachine reports whether endpoint names a loopback host.
-func onThisMachine(endpoint string) bool {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -30,8 +30,8 @@ func newRunCmd(g *globals) *cobra.Command {
 			}
 			pre := preflight{}
 			if g.session != "" {
-				pre.check = func(_ context.Context, _ *agents.Set, _ string, _ model.Binding) error {
-					return checkMainSession(g.session)
+				pre.check = func(_ context.Context, _ *agents.Set, cwd string, _ model.Binding) error {
+					return checkMainSession(g.session, cwd)
 				}
 			}
 			env, err := setup(cmd.Context(), g, pre)
@@ -63,7 +63,7 @@ func newRunCmd(g *globals) *cobra.Command {
 // checkMainSession checks that --session names a main session ink can
 // continue, before anything is written: an id, of a session that exists,
 // and not a child's (which `ink task --resume` continues).
-func checkMainSession(id string) error {
+func checkMainSession(id, cwd string) error {
 	home, err := inkHome()
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func checkMainSession(id string) error {
 		return usageErr("%s is a child session, not a main session; continue it with `%s task --resume %s \"…\"`", id, selfCommand(), id)
 	}
 	if mains, _ := filepath.Glob(filepath.Join(home, "sessions", "*", id+".jsonl")); len(mains) == 0 {
-		return usageErr("--session %s: no such session; list the sessions of this directory with `%s sessions ls`", id, selfCommand())
+		return usageErr("--session %s: no session %s for %s; list sessions with `%s sessions ls`", id, id, cwd, selfCommand())
 	}
 	return nil
 }
