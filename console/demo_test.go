@@ -50,7 +50,7 @@ func TestDemoReportsAFailedStart(t *testing.T) {
 			}
 			report := out.String()
 			for _, want := range []string{
-				"ink demo: a main agent and three children, each its own process, on a scratch repository",
+				"ink demo: three scenes on a scratch repository, every agent its own process",
 				"  repository: " + filepath.Join(dir, "calc"),
 				"main agent (crash, 0 turns):",
 				"transcripts:\n  main  " + filepath.Join(dir, "ink-home", "sessions"),
@@ -71,7 +71,7 @@ func TestDemoReportsAFailedStart(t *testing.T) {
 				if err != nil || !strings.Contains(string(log), "calc: first version") {
 					t.Errorf("the demo repository has no first commit: %v %s", err, log)
 				}
-			} else if !os.IsNotExist(statErr) || !strings.Contains(report, "(the demo directory is removed now;") {
+			} else if !os.IsNotExist(statErr) || !strings.Contains(report, "The demo directory is removed now. `ink demo --keep` keeps it, so that you can read\nevery transcript") {
 				t.Errorf("the demo directory was not removed: %v\n%s", statErr, report)
 			}
 		})

@@ -24,18 +24,29 @@ import (
 // (the `--json` stream). After a write fails (stdout closed early) it
 // writes nothing more. It is safe for concurrent use.
 func JSONLines(w io.Writer) func(event.Envelope) {
+	return JSONLinesNotify(w, nil)
+}
+
+// JSONLinesNotify is JSONLines that also calls failed, once, with the error
+// of the first write that fails (EPIPE when the reader of stdout went
+// away), so that the caller can stop the run nobody reads any more.
+// failed runs on the caller's goroutine with no lock held.
+func JSONLinesNotify(w io.Writer, failed func(error)) func(event.Envelope) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	broken := false
 	return func(e event.Envelope) {
 		mu.Lock()
-		defer mu.Unlock()
 		if broken {
+			mu.Unlock()
 			return
 		}
-		if err := enc.Encode(e); err != nil {
-			broken = true
+		err := enc.Encode(e)
+		broken = err != nil
+		mu.Unlock()
+		if err != nil && failed != nil {
+			failed(err)
 		}
 	}
 }
@@ -44,8 +55,9 @@ func JSONLines(w io.Writer) func(event.Envelope) {
 // terminal, plain lines otherwise. It is safe for concurrent use; Close
 // stops the live redraw.
 type Display struct {
-	w    io.Writer
-	live bool
+	w       io.Writer
+	live    bool
+	verbose bool
 
 	mu     sync.Mutex
 	rows   map[string]*row
@@ -73,6 +85,33 @@ func NewDisplay(w io.Writer, live bool) *Display {
 		go d.tick()
 	}
 	return d
+}
+
+// SetVerbose makes the display show more: every worker's pid, each model
+// turn, each tool call and how it ended, and where transcripts are. Call it
+// before the first event.
+func (d *Display) SetVerbose(v bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.verbose = v
+}
+
+// Note shows one line of ink's own ("ink: text"), above the live rows.
+func (d *Display) Note(text string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.print(text)
+}
+
+// print writes one "ink: " line, keeping the live rows below it.
+func (d *Display) print(line string) {
+	if d.live {
+		d.clear()
+		fmt.Fprintf(d.w, "ink: %s\n", line)
+		d.redraw()
+		return
+	}
+	fmt.Fprintf(d.w, "ink: %s\n", line)
 }
 
 // Close stops redrawing and leaves the final rows on screen.
@@ -156,18 +195,36 @@ func (d *Display) Handle(e event.Envelope) {
 			extra += ", in the background"
 		}
 		line = fmt.Sprintf("%s started%s (pid %d, child %s%s)", e.Agent, agentSuffix(r.agent), b.Pid, b.ChildID, extra)
+	case event.WorkerStart:
+		if d.verbose {
+			line = fmt.Sprintf("%s worker started (pid %d, attempt %s)", e.Agent, b.Pid, b.AttemptID)
+		}
 	case event.TurnStart:
 		d.rowFor(e.Agent).turns = b.Turn
+		if d.verbose {
+			line = fmt.Sprintf("%s turn %d", e.Agent, b.Turn)
+		}
 	case event.Message:
 		r := d.rowFor(e.Agent)
 		if u := b.Message.Usage; u != nil {
 			r.usage = r.usage.Add(*u)
+			if d.verbose {
+				line = fmt.Sprintf("%s model answered: %s in / %s out", e.Agent, orchestrator.CompactTokens(u.Input), orchestrator.CompactTokens(u.Output))
+			}
 		}
 	case event.ToolStart:
 		r := d.rowFor(e.Agent)
 		r.lastTool = b.Name
-		if !d.live {
+		if !d.live || d.verbose {
 			line = fmt.Sprintf("%s %s %s", e.Agent, b.Name, argSummary(b.Args))
+		}
+	case event.ToolEnd:
+		if d.verbose {
+			how := "done"
+			if b.IsError {
+				how = "failed"
+			}
+			line = fmt.Sprintf("%s %s %s after %s", e.Agent, b.Name, how, (time.Duration(b.DurationMs) * time.Millisecond).String())
 		}
 	case event.Compaction:
 		line = fmt.Sprintf("%s compacted its history (%s tokens before) to fit its model's context window", e.Agent, orchestrator.CompactTokens(b.TokensBefore))
@@ -189,6 +246,9 @@ func (d *Display) Handle(e event.Envelope) {
 		if b.Worktree != nil {
 			line += worktreeSummary(b.Worktree, b.ChildID)
 		}
+		if d.verbose && b.Transcript != "" {
+			line += "; transcript " + b.Transcript
+		}
 	case event.Warning:
 		line = fmt.Sprintf("%s warning: %s", e.Agent, b.Text)
 		if e.Agent == "ink" { // not tied to one agent (profile reloads)
@@ -204,17 +264,14 @@ func (d *Display) Handle(e event.Envelope) {
 		if b.Budget != nil {
 			line += fmt.Sprintf("; the tree spent %s of its %s-token budget", orchestrator.CompactTokens(b.Budget.Spent), orchestrator.CompactTokens(b.Budget.Limit))
 		}
+		if d.verbose && b.Transcript != "" {
+			line += "; transcript " + b.Transcript
+		}
 	}
 	if line == "" {
 		return
 	}
-	if d.live {
-		d.clear()
-		fmt.Fprintf(d.w, "ink: %s\n", line)
-		d.redraw()
-		return
-	}
-	fmt.Fprintf(d.w, "ink: %s\n", line)
+	d.print(line)
 }
 
 // clear erases the live rows drawn last time.
@@ -242,7 +299,7 @@ func (d *Display) redraw() {
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %2d turns  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, r.turns, orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
+		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %9s  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
 		d.drawn++
 	}
 }

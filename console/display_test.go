@@ -148,7 +148,7 @@ func TestDisplayLiveRows(t *testing.T) {
 	d := NewDisplay(s, true)
 	defer d.Close()
 	rowRe := func(label, agent, status, tool string) *regexp.Regexp {
-		return regexp.MustCompile(`^  ` + regexp.QuoteMeta(label) + ` +` + agent + ` *` + status + ` +[0-9]+s +[0-9]+ turns +[0-9.kM]+ in / +[0-9.kM]+ out  ` + tool + `$`)
+		return regexp.MustCompile(`^  ` + regexp.QuoteMeta(label) + ` +` + agent + ` *` + status + ` +[0-9]+s +(1 turn|[0-9]+ turns) +[0-9.kM]+ in / +[0-9.kM]+ out  ` + tool + `$`)
 	}
 	check := func(step string, want ...any) {
 		t.Helper()

@@ -43,7 +43,7 @@ func ParseBinding(s string) (Binding, error) {
 	}
 	provider, name, ok := strings.Cut(s, "/")
 	if !ok {
-		return Binding{}, fmt.Errorf("model %q: missing provider; write PROVIDER/MODEL with PROVIDER one of %s (e.g. anthropic/%s)", s, strings.Join(KnownProviders[:len(KnownProviders)-1], ", "), s)
+		return Binding{}, fmt.Errorf("model %q: missing provider; write PROVIDER/MODEL, naming the provider that serves %s: %s/%s, or script:PATH for the offline script model", s, s, strings.Join(KnownProviders[:len(KnownProviders)-1], "/…, "), "…")
 	}
 	provider = strings.ToLower(provider)
 	known := false

@@ -54,6 +54,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		}
 		return ans
 	}
+	res = fromTranscript(res, child.transcript)
 	_, statErr := os.Stat(child.transcript)
 	present := statErr == nil
 	rec := session.TaskRecord{
@@ -88,7 +89,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	in := resultInput{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, Turns: res.Turns, Usage: res.Usage,
 		Timeout: e.timeout.String(), ChildID: child.sessionID, Prompt: e.args.Prompt, WorktreeLines: wtLines,
-		Health: res.Health, Capped: res.Capped, MaxTurns: e.spec.MaxTurns, Shell: parent.shell,
+		Health: res.Health, Capped: res.Capped, MaxTurns: e.spec.MaxTurns, Shell: parent.shell, Command: o.cfg.Command,
 	}
 	if present {
 		in.Transcript = child.transcript

@@ -60,6 +60,9 @@ type Profiles interface {
 type Config struct {
 	InkHome string // required: $INK_HOME
 	Exe     string // the ink binary to run workers from; default os.Executable()
+	// Command is how the user runs ink from their shell, for the commands
+	// results suggest at a shell (`ink task --resume …`); default "ink".
+	Command string
 	Cwd     string // the user's working directory (absolute)
 
 	Binding model.Binding // the main agent's model

@@ -97,12 +97,18 @@ type resultInput struct {
 	// Shell selects hints for a person at a shell (`ink task --resume`)
 	// rather than for a model (`task({resume: …})`).
 	Shell bool
+	// Command runs ink at that shell ("" means "ink").
+	Command string
 }
 
-// resumeHint tells the reader how to continue the child id.
-func resumeHint(id string, shell bool) string {
+// resumeHint tells the reader how to continue the child id; command runs
+// ink at the reader's shell ("" means "ink").
+func resumeHint(id string, shell bool, command string) string {
 	if shell {
-		return fmt.Sprintf("child session id: %s — continue it with: ink task --resume %s \"…\"", id, id)
+		if command == "" {
+			command = "ink"
+		}
+		return fmt.Sprintf("child session id: %s — continue it with: %s task --resume %s \"…\"", id, command, id)
 	}
 	return fmt.Sprintf("child session id: %s — continue it with task({resume: %q, prompt: \"…\"})", id, id)
 }
@@ -163,7 +169,7 @@ func composeResult(in resultInput) (string, bool) {
 	b.WriteString(usageTrailer(in.Turns, in.Usage))
 	if in.Transcript != "" {
 		b.WriteString("\n")
-		b.WriteString(resumeHint(in.ChildID, in.Shell))
+		b.WriteString(resumeHint(in.ChildID, in.Shell, in.Command))
 	}
 	if isError || in.Status == "crash" {
 		b.WriteString("\n")

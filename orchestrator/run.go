@@ -95,6 +95,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	res := o.supervise(ctx, ar, spec, 0, func(pid int) {
 		o.pub.emit("main", ar.sessionID, event.WorkerStart{Pid: pid, AttemptID: spec.AttemptID})
 	})
+	res = fromTranscript(res, ar.transcript)
 	o.usage.add("main", res.Usage)
 	out := RunResult{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, SessionID: ar.sessionID,

@@ -97,10 +97,10 @@ func profileJSON(p agents.Profile) map[string]any {
 
 func newAgentsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "List, show and check agent profiles"}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "ls",
 		Short: "List the agent profiles this directory sees (winners, shadowed files, skipped files, untrusted projects)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, opts, err := loadProfiles(g)
 			if err != nil {
@@ -112,11 +112,11 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			agentsTable(os.Stdout, set, opts)
 			return nil
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}, lookFlags...))
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "show NAME",
 		Short: "Show one profile as ink reads it",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("an agent name", "list them with `ink agents ls`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, _, err := loadProfiles(g)
 			if err != nil {
@@ -137,7 +137,7 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			showProfile(os.Stdout, p, aliases)
 			return nil
 		},
-	})
+	}, lookFlags...))
 	cmd.AddCommand(newAgentsCheckCmd(g))
 	return cmd
 }
@@ -155,7 +155,7 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 			"It exits 1 when there is an error; warnings alone exit 0. --strict also reports, as errors,\n" +
 			"frontmatter that is not valid YAML but that ink reads line by line as Claude Code does.\n" +
 			"--json prints one JSON document.",
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostOneArg("one directory of agent profiles"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -242,7 +242,7 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "also report frontmatter that strict YAML rejects (ink and Claude Code still read it line by line)")
-	return cmd
+	return uses(cmd, "cwd", "json", "model")
 }
 
 // checkLine renders one problem as `ink agents check` prints it: errors as
@@ -450,7 +450,7 @@ func newTrustCmd(g *globals) *cobra.Command {
 		Long: "ink trust [DIR] trusts DIR (default: the current project's root), so that the agent profiles in " +
 			"DIR/.claude/agents and DIR/.ink/agents load. The list is kept in $INK_HOME/trust.json.\n" +
 			"ink trust --list prints the trusted roots; ink trust --revoke DIR stops trusting DIR.",
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostOneArg("one directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			revoking := cmd.Flags().Changed("revoke")
 			switch {
@@ -462,6 +462,9 @@ func newTrustCmd(g *globals) *cobra.Command {
 				return usageErr("--revoke needs a directory: `ink trust --revoke DIR` (see `ink trust --list`)")
 			}
 			home, err := inkHome()
+			if err == nil && !list {
+				err = checkHomeWritable(home)
+			}
 			if err != nil {
 				return err
 			}
@@ -496,6 +499,9 @@ func newTrustCmd(g *globals) *cobra.Command {
 					}
 					return &exitError{code: exitFailed, msg: err.Error()}
 				}
+				if g.json {
+					return printJSON(map[string]any{"revoked": dir, "file": t.Path()})
+				}
 				fmt.Printf("no longer trusted: %s; its project agents no longer load\n", dir)
 				return nil
 			}
@@ -514,6 +520,10 @@ func newTrustCmd(g *globals) *cobra.Command {
 			}
 			real, _ := filepath.EvalSymlinks(dir)
 			real, _ = filepath.Abs(real)
+			if g.json {
+				return printJSON(map[string]any{"trusted": real, "file": t.Path(),
+					"agentDirs": []string{filepath.Join(real, ".claude", "agents"), filepath.Join(real, ".ink", "agents")}})
+			}
 			fmt.Printf("trusted %s: the agent profiles in %s and %s now load\n", real,
 				filepath.Join(real, ".claude", "agents"), filepath.Join(real, ".ink", "agents"))
 			if root := agents.ProjectRoot(real); root != real {
@@ -523,8 +533,8 @@ func newTrustCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list trusted project roots")
-	cmd.Flags().StringVar(&revoke, "revoke", "", "stop trusting DIR")
-	return cmd
+	cmd.Flags().StringVar(&revoke, "revoke", "", "stop trusting `DIR`")
+	return uses(cmd, lookFlags...)
 }
 
 // warnRelay passes the profile watcher's warnings (skipped files, kept

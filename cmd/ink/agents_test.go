@@ -215,8 +215,8 @@ func TestProfileTimeout(t *testing.T) {
 }
 
 // TestProfileRejections: a profile whose model script does not exist, or
-// an agent nobody defined, is a rejection before anything is launched:
-// exit 3, a message that says what to fix or lists the closest names, and
+// an agent nobody defined, is bad input found before anything is written:
+// exit 2, a message that says what to fix or lists the closest names, and
 // no session written.
 func TestProfileRejections(t *testing.T) {
 	t.Parallel()
@@ -233,8 +233,8 @@ func TestProfileRejections(t *testing.T) {
 		{"delegater", []string{`unknown agent "delegater"; did you mean "delegator"?; available agents: delegator, lost`}},
 	} {
 		p, code := e.run("task", "--agent", c.agent, "--model", "script:"+script, "go")
-		if code != 3 {
-			t.Fatalf("--agent %s: exit %d, want 3\nstderr:\n%s", c.agent, code, p.stderr.String())
+		if code != 2 {
+			t.Fatalf("--agent %s: exit %d, want 2\nstderr:\n%s", c.agent, code, p.stderr.String())
 		}
 		for _, w := range c.want {
 			if !strings.Contains(p.stderr.String(), w) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/inkdev/ink/lease"
 )
@@ -58,14 +59,18 @@ a local disk: leases do not work over NFS.`
 
 func newLeasesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "leases", Short: "List and break transcript leases", Long: leasesLong}
-	cmd.AddCommand(&cobra.Command{
+	var all bool
+	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "List every transcript lease under $INK_HOME: state, pid, agent, heartbeat age, path",
+		Short: "List the live transcript leases under $INK_HOME (--all: free ones too): state, pid, agent, heartbeat age, path",
 		Long: leasesLong + `
 
-A lease that cannot be read (its lease file is a symlink or a directory, say)
-is listed with its error, and ink leases ls then exits 1.`,
-		Args: cobra.NoArgs,
+ink leases ls lists the leases somebody holds (held or hung); --all lists the
+free ones too: every transcript ink ever ran keeps its lease file, free once
+its writer ended. A lease that cannot be read (its lease file is a symlink or
+a directory, say) is always listed, with its error, and ink leases ls then
+exits 1.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -75,10 +80,14 @@ is listed with its error, and ink leases ls then exits 1.`,
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
+			shown, free := infos, 0
+			if !all {
+				shown, free = liveLeases(infos)
+			}
 			if g.json {
-				err = printLeasesJSON(infos)
+				err = printLeasesJSON(shown)
 			} else {
-				err = printLeases(home, infos)
+				err = printLeases(home, shown, free)
 			}
 			if err != nil {
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("write the listing: %v", err)}
@@ -88,9 +97,23 @@ is listed with its error, and ink leases ls then exits 1.`,
 			}
 			return nil
 		},
-	})
-	cmd.AddCommand(newLeasesBreakCmd())
+	}
+	ls.Flags().BoolVar(&all, "all", false, "also list free leases (of transcripts nobody writes now)")
+	cmd.AddCommand(uses(ls, "json"), uses(newLeasesBreakCmd(g), "json"))
 	return cmd
+}
+
+// liveLeases keeps the leases somebody holds and those that cannot be read,
+// and counts the free ones it leaves out.
+func liveLeases(infos []lease.Info) (live []lease.Info, free int) {
+	for _, in := range infos {
+		if in.Err == nil && in.State == lease.Free {
+			free++
+			continue
+		}
+		live = append(live, in)
+	}
+	return live, free
 }
 
 // leaseRow is one lease as `ink leases ls --json` prints it.
@@ -134,9 +157,19 @@ func printLeasesJSON(infos []lease.Info) error {
 	return nil
 }
 
-func printLeases(home string, infos []lease.Info) error {
+// printLeases writes the lease table; free counts the free leases left
+// out of infos (without --all).
+func printLeases(home string, infos []lease.Info, free int) error {
+	hidden := ""
+	if free > 0 {
+		hidden = fmt.Sprintf("%d free (of transcripts nobody writes now); `ink leases ls --all` lists them", free)
+	}
 	if len(infos) == 0 {
-		_, err := fmt.Println("no leases under " + home)
+		msg := "no leases under " + home
+		if free > 0 {
+			msg = "no live leases under " + home + "; " + hidden
+		}
+		_, err := fmt.Println(msg)
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -164,6 +197,9 @@ func printLeases(home string, infos []lease.Info) error {
 			fmt.Printf("error: %s: %v\n", in.Path, in.Err)
 		}
 	}
+	if hidden != "" {
+		fmt.Println("and " + hidden)
+	}
 	return nil
 }
 
@@ -177,7 +213,7 @@ func countErrors(infos []lease.Info) int {
 	return n
 }
 
-func newLeasesBreakCmd() *cobra.Command {
+func newLeasesBreakCmd(g *globals) *cobra.Command {
 	var force bool
 	brk := &cobra.Command{
 		Use:   "break PATH",
@@ -188,7 +224,7 @@ to the holder's process group, waits 3s for the lock to free, then sends
 SIGKILL. It refuses a healthy or free lease and a holder on another host,
 asks before it signals anything (--force: do not ask; needed when stdin is
 not a terminal), and deletes no file. Find hung leases with: ink leases ls`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the path of a transcript (or of its .lease file)", "find them with `ink leases ls`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := leaseTarget(args[0])
 			if err != nil {
@@ -210,6 +246,9 @@ not a terminal), and deletes no file. Find hung leases with: ink leases ls`,
 			})
 			switch {
 			case err == nil:
+				if g.json {
+					return printJSON(breakJSON(res))
+				}
 				fmt.Println(res.String())
 				return nil
 			case errors.Is(err, lease.ErrRefused):
@@ -261,4 +300,17 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// breakJSON is what `ink leases break --json` prints.
+func breakJSON(r lease.BreakResult) map[string]any {
+	signals := make([]string, 0, len(r.Signals))
+	for _, s := range r.Signals {
+		signals = append(signals, unix.SignalName(s))
+	}
+	out := map[string]any{"path": r.Path, "state": r.Before.State.String(), "pid": r.Pid, "signals": signals, "freed": r.Freed, "waitedMs": r.Waited.Milliseconds()}
+	if r.Pgid != 0 {
+		out["pgid"] = r.Pgid
+	}
+	return out
 }

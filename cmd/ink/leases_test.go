@@ -54,11 +54,11 @@ func (e *env) jsonLines(want int, args ...string) []map[string]any {
 	return rows
 }
 
-// leaseRows is `ink leases ls --json` keyed by transcript path.
+// leaseRows is `ink leases ls --all --json` keyed by transcript path.
 func (e *env) leaseRows() map[string]map[string]any {
 	e.t.Helper()
 	out := map[string]map[string]any{}
-	for _, r := range e.jsonLines(0, "leases", "ls", "--json") {
+	for _, r := range e.jsonLines(0, "leases", "ls", "--all", "--json") {
 		out[r["path"].(string)] = r
 	}
 	return out
@@ -375,10 +375,20 @@ func TestLeasesWhileRunning(t *testing.T) {
 	if !alive(childPid) {
 		t.Fatal("break without --force ended the child")
 	}
-	// --force frees it: the child's process group is gone.
-	bp, code = e.run("leases", "break", "--force", childPath+".lease")
-	if code != 0 || !strings.Contains(bp.stdout.String(), "is free") || !strings.Contains(bp.stdout.String(), fmt.Sprintf("process group %d", childPid)) {
-		t.Fatalf("break --force: exit %d\nstdout %q\nstderr %q", code, bp.stdout.String(), bp.stderr.String())
+	// --force frees it: the child's process group is gone. --json says
+	// what was done (the words are package lease's, tested there).
+	bp, code = e.run("leases", "break", "--force", "--json", childPath+".lease")
+	var broke struct {
+		Path    string   `json:"path"`
+		State   string   `json:"state"`
+		Pid     int      `json:"pid"`
+		Pgid    int      `json:"pgid"`
+		Signals []string `json:"signals"`
+		Freed   bool     `json:"freed"`
+	}
+	if err := json.Unmarshal(bp.stdout.Bytes(), &broke); code != 0 || err != nil || broke.Path != childPath || broke.State != "hung" ||
+		broke.Pid != childPid || broke.Pgid != childPid || !broke.Freed || len(broke.Signals) == 0 || broke.Signals[0] != "SIGTERM" {
+		t.Fatalf("break --force --json: exit %d (%v)\nstdout %q\nstderr %q", code, err, bp.stdout.String(), bp.stderr.String())
 	}
 	if !gone(childPid, 5*time.Second) {
 		t.Fatalf("the child %d outlived the break", childPid)

@@ -113,7 +113,10 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.vars = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(root, "home"), "INK_HOME=" + e.home,
+		// ink on PATH is the binary under test, as for a user who installed
+		// it: the commands ink suggests then read "ink …".
+		"PATH=" + filepath.Dir(inkBin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(root, "home"), "INK_HOME=" + e.home,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=ink test", "GIT_AUTHOR_EMAIL=test@ink.invalid",
 		"GIT_COMMITTER_NAME=ink test", "GIT_COMMITTER_EMAIL=test@ink.invalid", "LANG=C.UTF-8",
 	}
@@ -149,7 +152,13 @@ type proc struct {
 // by pid (with its process group) when the test ends.
 func (e *env) start(args ...string) *proc {
 	e.t.Helper()
-	p := &proc{cmd: exec.Command(inkBin, args...), done: make(chan struct{})}
+	return e.startExe(inkBin, args...)
+}
+
+// startExe is start with another copy of the ink binary.
+func (e *env) startExe(exe string, args ...string) *proc {
+	e.t.Helper()
+	p := &proc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
 	p.cmd.Dir = e.dir
 	p.cmd.Env = e.vars
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

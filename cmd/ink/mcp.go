@@ -50,7 +50,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			} else if cmd.Flags().Changed("allow-remote") || cmd.Flags().Changed("idle-timeout") {
 				return usageErr("--allow-remote and --idle-timeout go with --http; over stdio the session ends when the client closes the pipe")
 			}
-			env, err := setup(cmd.Context(), g)
+			env, err := setup(cmd.Context(), g, preflight{})
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			ctx, stop := interruptible(context.Background(), env.orc.KillAll)
+			ctx, stop := interruptible(context.Background(), nil, env.display.Note, env.orc.KillAll)
 			defer stop()
 			if addr == "" {
 				err = srv.Run(ctx, &mcp.StdioTransport{})

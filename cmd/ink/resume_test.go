@@ -181,11 +181,16 @@ func TestResumeRefusals(t *testing.T) {
 	refused("bad id", 2, []string{"--model", model, "--resume", "../" + id, "x"}, `not a child session id`)
 	refused("slash id", 2, []string{"--model", model, "--resume", "a/b", "x"}, `not a child session id`)
 
-	// not-found, with this parent's children and their last status.
-	refused("not-found with parent", 3, []string{"--model", model, "--parent", parentID, "--resume", "nosuchchild", "x"},
-		`not-found`, regexp.QuoteMeta(id+" (completed)"), regexp.QuoteMeta(end))
-	refused("not-found", 3, []string{"--model", model, "--resume", "nosuchchild", "x"},
-		`not-found`, regexp.QuoteMeta(id+" (completed"), regexp.QuoteMeta(end))
+	// not-found is bad input (exit 2), with this parent's children and
+	// their last status, with or without --model.
+	for _, m := range [][]string{{"--model", model}, nil} {
+		refused("not-found with parent", 2, append(m, "--parent", parentID, "--resume", "nosuchchild", "x"),
+			`^ink: --resume nosuchchild: not-found: `, regexp.QuoteMeta(id+" (completed)"))
+		refused("not-found", 2, append(m, "--resume", "nosuchchild", "x"),
+			`^ink: --resume nosuchchild: not-found: `, regexp.QuoteMeta(id+" (completed"))
+	}
+	refused("unknown parent", 2, []string{"--parent", "nosuchsession", "--resume", id, "x"},
+		`^ink: --parent nosuchsession: no such session; list the sessions of this directory with `+"`ink sessions ls`")
 
 	// Every drift is collected in one refusal: a child with no profile
 	// gets the task tool under --max-depth 2, and another script is
@@ -706,7 +711,7 @@ func TestRunSessionAfterHostLoss(t *testing.T) {
       calls: [{tool: bash, args: {command: "echo ran >> COUNT; sleep 300 & echo $! > PIDFILE; wait"}}]
   - when: {depth: 0, tool: task, result: "job finished after the resume"}
     reply: {text: "all done"}
-  - when: {depth: 0, tool: task, result: "child session id: CHILDID"}
+  - when: {depth: 0, user: "^go on$", turn: 1}
     reply:
       calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
 `
@@ -739,8 +744,8 @@ func TestRunSessionAfterHostLoss(t *testing.T) {
 		}
 	}
 
-	// The model of the continued session knows the child's id only from
-	// what ink shows it.
+	// The continued session's model resumes the child by its id, which the
+	// answer to the interrupted call shows (checked below).
 	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
 	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
 	if code != 0 {
@@ -818,8 +823,8 @@ func TestRunSessionAnswersFromChild(t *testing.T) {
     reply: {text: "quick report ✓", usage: {input: 40, output: 4}}
   - when: {depth: 1, user: "slow sibling"}
     reply: {text: "slow report", delay: 60s}
-  - when: {depth: 0, user: "go on", result: "quick report ✓"}
-    reply: {text: "main saw the quick report"}
+  - when: {depth: 0, user: "go on"}
+    reply: {text: "main goes on"}
 `)
 	p := e.start("run", "--json", "--model", "script:"+script, "start")
 	mainID := waitForEvent(t, p, "run.start")["session"].(string)
@@ -845,7 +850,7 @@ func TestRunSessionAnswersFromChild(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
 	}
-	if end := ofType(events(t, q.stdout.Bytes()), "run.end"); end[0]["text"] != "main saw the quick report" {
+	if end := ofType(events(t, q.stdout.Bytes()), "run.end"); end[0]["text"] != "main goes on" {
 		t.Fatalf("run.end %v", end)
 	}
 	tr, err := session.Open(list[0].Path)
@@ -1243,10 +1248,8 @@ func TestRunSessionQueuedResumeNeverLeaksOldAnswer(t *testing.T) {
       calls:
         - {tool: task, args: {prompt: "slow job"}}
         - {tool: task, args: {resume: "CHILDID", prompt: "more"}}
-  - when: {depth: 0, user: "^go on$", result: "the old answer"}
-    reply: {text: "LEAKED"}
-  - when: {depth: 0, user: "^go on$", result: "outcome is unknown"}
-    reply: {text: "the resume is unknown"}
+  - when: {depth: 0, user: "^go on$"}
+    reply: {text: "main goes on"}
   - when: {depth: 1, user: "slow job"}
     reply: {text: "slow", delay: 60s}
   - when: {depth: 1}
@@ -1280,7 +1283,7 @@ func TestRunSessionQueuedResumeNeverLeaksOldAnswer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("continue: exit %d\n%s", code, r.stderr.String())
 	}
-	if got := ofType(events(t, r.stdout.Bytes()), "run.end")[0]["text"]; got != "the resume is unknown" {
+	if got := ofType(events(t, r.stdout.Bytes()), "run.end")[0]["text"]; got != "main goes on" {
 		t.Fatalf("run.end text %q", got)
 	}
 	tr, _ := session.Open(list[0].Path)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -21,7 +20,6 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
-	"github.com/inkdev/ink/secret"
 )
 
 // globals are the flags every command shares.
@@ -53,6 +51,8 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see `%s --help`)", err, c.CommandPath())
 	})
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkSharedFlags(cmd) }
+	root.SetHelpFunc(helpShowingUsedFlags(root.HelpFunc()))
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.model, "model", "", "model as PROVIDER/MODEL (anthropic, openai, deepseek, ollama, vllm, openrouter) or script:PATH")
 	pf.StringVar(&g.baseURL, "base-url", "", "endpoint for an OpenAI-compatible server (includes /v1)")
@@ -67,7 +67,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.budget, "budget", "", "tokens the whole tree of agents may spend, e.g. 2M; agents wrap up as it runs out (default: no limit)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine bash: read-only, workspace-write or danger-full-access (default: workspace-write, read-only for agents without edit and write)")
 	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
-	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail on stderr (see each command's help)")
 
 	root.AddCommand(
 		newRunCmd(g), newTaskCmd(g), newDemoCmd(g), newVersionCmd(g), newDoctorCmd(g),
@@ -80,20 +80,37 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// inkHome is $INK_HOME or ~/.ink, absolute.
+// inkHome is $INK_HOME or ~/.ink, absolute. A path that exists and is not
+// a directory is refused, naming the variable to set; commands that write
+// there also call checkHomeWritable.
 func inkHome() (string, error) {
+	home := ""
 	if h := os.Getenv("INK_HOME"); h != "" {
 		abs, err := filepath.Abs(h)
 		if err != nil {
 			return "", usageErr("INK_HOME %q: %v", h, err)
 		}
-		return abs, nil
+		home = abs
+	} else {
+		dir, err := os.UserHomeDir()
+		if err != nil {
+			return "", usageErr("cannot find your home directory (%v); set INK_HOME to a directory where ink may keep its sessions", err)
+		}
+		home = filepath.Join(dir, ".ink")
 	}
-	home, err := os.UserHomeDir()
+	if err := checkHomeIsDir(home); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// writableHome is inkHome for a command that writes there.
+func writableHome() (string, error) {
+	home, err := inkHome()
 	if err != nil {
-		return "", usageErr("cannot find your home directory (%v); set INK_HOME", err)
+		return "", err
 	}
-	return filepath.Join(home, ".ink"), nil
+	return home, checkHomeWritable(home)
 }
 
 // workDir resolves --cwd (or the current directory) to an absolute,
@@ -153,7 +170,7 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 			return model.Binding{}, usageErr("--model %s: the script file does not exist", g.model)
 		}
 		b.Model = abs
-		return b, nil
+		return b, checkScript("--model "+g.model, abs)
 	}
 	if g.baseURL != "" {
 		if err := checkEndpoint(g.baseURL); err != nil {
@@ -162,7 +179,10 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 		b.BaseURL = g.baseURL
 	}
 	b = providers.Resolve(b, os.Getenv)
-	return b, checkBinding(b, "--model "+g.model)
+	if err := checkBinding(b, "--model "+g.model); err != nil {
+		return model.Binding{}, err
+	}
+	return b, checkServerAnswers(ctx, b, "--model "+g.model, g.baseURL != "")
 }
 
 // checkBinding opens b the way a worker will (contacting nothing) and
@@ -246,9 +266,11 @@ func isTerminal(f *os.File) bool {
 	return term.IsTerminal(int(f.Fd()))
 }
 
-// interruptible returns a context cancelled by the first SIGINT/SIGTERM;
-// the second calls kill. stop releases the signal handler.
-func interruptible(parent context.Context, kill func()) (ctx context.Context, stop func()) {
+// interruptible returns a context cancelled by the first SIGINT/SIGTERM,
+// or when stdoutGone is closed (nobody reads the output any more); the
+// second signal calls kill. say writes ink's own lines to the user. stop
+// releases the signal handler.
+func interruptible(parent context.Context, stdoutGone <-chan struct{}, say func(string), kill func()) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -260,11 +282,17 @@ func interruptible(parent context.Context, kill func()) (ctx context.Context, st
 			case <-ch:
 				n++
 				if n == 1 {
-					fmt.Fprintln(os.Stderr, "ink: cancelling every agent (press Ctrl-C again to kill them)")
+					say("cancelling every agent (press Ctrl-C again to kill them)")
 					cancel()
 				} else {
-					fmt.Fprintln(os.Stderr, "ink: killing every agent")
+					say("killing every agent")
 					kill()
+				}
+			case <-stdoutGone:
+				stdoutGone = nil
+				if ctx.Err() == nil {
+					say("stdout was closed (its reader went away): cancelling every agent; each records how it stopped")
+					cancel()
 				}
 			case <-done:
 				return
@@ -274,18 +302,13 @@ func interruptible(parent context.Context, kill func()) (ctx context.Context, st
 	return ctx, func() { signal.Stop(ch); close(done); cancel() }
 }
 
-// logger is ink's host-side logger: to $INK_HOME/logs/ink.log, never the terminal.
-func logger(home string) (*slog.Logger, func()) {
-	dir := filepath.Join(home, "logs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return slog.New(slog.DiscardHandler), func() {}
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "ink.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return slog.New(slog.DiscardHandler), func() {}
-	}
-	h := secret.LogHandler(slog.NewJSONHandler(f, nil), secret.NewRedactor(secret.FromEnviron(os.Environ()), nil))
-	return slog.New(h).With("pid", os.Getpid()), func() { f.Close() }
+// survivePipeClose makes a write to a closed pipe fail with EPIPE instead
+// of killing ink with SIGPIPE, so that a supervisor whose stdout reader
+// went away (`ink run … | head -3`) still ends its agents, records them
+// and cleans up. Workers are unaffected: a signal handled here is reset to
+// the default in the processes ink starts.
+func survivePipeClose() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // parseTokens reads a token count as people write it: 1500, 200k, 2M.

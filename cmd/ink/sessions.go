@@ -17,10 +17,10 @@ import (
 
 func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List and show transcripts, with their children"}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "ls",
 		Short: "List the main sessions of this directory, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -59,11 +59,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			return tw.Flush()
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}, lookFlags...))
+	cmd.AddCommand(uses(&cobra.Command{
 		Use:   "show ID",
-		Short: "Show a session's messages and children",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a session's messages and children, each message on a line (-v: in full)",
+		Args:  oneArg("a session id (a main session's or a child's)", "list them with `ink sessions ls`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -104,7 +104,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			for _, e := range tr.Entries {
 				switch {
 				case e.Message != nil:
-					printMessage(*e.Message)
+					printMessage(*e.Message, g.verbose)
 				case e.Attempt != nil && e.Attempt.Phase == session.PhaseEnd:
 					a := e.Attempt
 					reason := ""
@@ -130,20 +130,26 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-	})
+	}, "cwd", "json", "verbose"))
 	return cmd
 }
 
-func printMessage(m model.Message) {
+// printMessage prints one message of a transcript, each part on one
+// clipped line; full prints every part whole, as written.
+func printMessage(m model.Message, full bool) {
+	clip := clipLine
+	if full {
+		clip = func(s string, _ int) string { return strings.TrimRight(s, "\n") }
+	}
 	switch m.Role {
 	case model.RoleUser:
-		fmt.Printf("user: %s\n", clipLine(m.Text(), 200))
+		fmt.Printf("user: %s\n", clip(m.Text(), 200))
 	case model.RoleAssistant:
 		if t := strings.TrimSpace(m.Text()); t != "" {
-			fmt.Printf("assistant: %s\n", clipLine(t, 200))
+			fmt.Printf("assistant: %s\n", clip(t, 200))
 		}
 		for _, c := range m.ToolCalls {
-			fmt.Printf("  → %s %s\n", c.Name, clipLine(string(c.Args), 120))
+			fmt.Printf("  → %s %s\n", c.Name, clip(string(c.Args), 120))
 		}
 	case model.RoleToolResult:
 		for _, r := range m.Results {
@@ -151,7 +157,7 @@ func printMessage(m model.Message) {
 			if r.IsError {
 				tag = "error"
 			}
-			fmt.Printf("  ← %s (%s) %s\n", r.ToolName, tag, clipLine(r.Content, 120))
+			fmt.Printf("  ← %s (%s) %s\n", r.ToolName, tag, clip(r.Content, 120))
 		}
 	}
 }

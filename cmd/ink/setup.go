@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/console"
 	"github.com/inkdev/ink/event"
+	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/sandbox"
 )
@@ -17,15 +22,31 @@ import (
 type runEnv struct {
 	orc     *orchestrator.Orchestrator
 	display *console.Display
-	close   func()
+	// stdoutGone is closed when a write to stdout failed (its reader went
+	// away, as `| head` does); the command then cancels its agents.
+	stdoutGone <-chan struct{}
+	close      func()
 	// home, profiles and log are what `ink mcp` hands its server too.
 	home     string
 	profiles orchestrator.Profiles
 	log      *slog.Logger
 }
 
-// setup builds the orchestrator from the shared flags.
-func setup(ctx context.Context, g *globals) (*runEnv, error) {
+// preflight is what a command checks, besides the shared flags, before
+// anything is written.
+type preflight struct {
+	// binding, when set, gives the model binding instead of --model or the
+	// default choice (the recorded binding of a resumed child).
+	binding func(ctx context.Context, home, cwd string) (model.Binding, error)
+	// check runs last, with the agent profiles this run will see and the
+	// binding it runs on.
+	check func(ctx context.Context, profiles *agents.Set, cwd string, b model.Binding) error
+}
+
+// setup checks every input of a run and then builds the orchestrator from
+// the shared flags. Nothing is written (no log, no session) until every
+// check passed, so bad input leaves INK_HOME as it was.
+func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if g.maxParallel < 1 {
 		return nil, usageErr("--max-parallel must be at least 1, got %d", g.maxParallel)
 	}
@@ -35,7 +56,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	if g.taskTimeout < 0 {
 		return nil, usageErr("--task-timeout must be positive, got %s", g.taskTimeout)
 	}
-	home, err := inkHome()
+	home, err := writableHome()
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +67,12 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b, err := g.binding(ctx)
+	var b model.Binding
+	if pre.binding != nil {
+		b, err = pre.binding(ctx, home, cwd)
+	} else {
+		b, err = g.binding(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -72,27 +98,39 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 			return nil, err
 		}
 	}
+	relay := &warnRelay{}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	reg, err := profiles(watchCtx, home, cwd, relay.warn)
+	if err != nil {
+		stopWatch()
+		return nil, err
+	}
+	if pre.check != nil {
+		if err := pre.check(ctx, reg.Current(), cwd, b); err != nil {
+			stopWatch()
+			return nil, err
+		}
+	}
+
+	// Every input is good: from here on ink writes.
+	pruneLogs(filepath.Join(home, "logs"), time.Now())
 	log, closeLog := logger(home)
 	display := console.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
+	display.SetVerbose(g.verbose)
 	sink := display.Handle
+	gone := make(chan struct{})
 	if g.json {
-		jl := console.JSONLines(os.Stdout)
+		var once sync.Once
+		jl := console.JSONLinesNotify(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
 		sink = func(e event.Envelope) { jl(e); display.Handle(e) }
 	}
-	watchCtx, stopWatch := context.WithCancel(context.Background())
 	cfg := orchestrator.Config{
 		InkHome: home, Cwd: cwd, Binding: b, MaxParallel: g.maxParallel, MaxDepth: g.maxDepth,
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 		Sandbox: box, Writable: writable,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
-	}
-	relay := &warnRelay{}
-	reg, err := profiles(watchCtx, home, cwd, relay.warn)
-	if err != nil {
-		stopWatch()
-		closeLog()
-		return nil, err
+		Command: selfCommand(),
 	}
 	cfg.Profiles = reg
 	cfg.Sink = sink
@@ -103,7 +141,10 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		return nil, usageErr("%v", err)
 	}
 	relay.attach(orc)
-	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }, home: home, profiles: reg, log: log}, nil
+	if g.verbose {
+		display.Note(fmt.Sprintf("logs: %s (this process) and %s (one per agent session)", filepath.Join(home, "logs", "ink.log"), filepath.Join(home, "logs", "<session>.log")))
+	}
+	return &runEnv{orc: orc, display: display, stdoutGone: gone, close: func() { stopWatch(); closeLog() }, home: home, profiles: reg, log: log}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

@@ -20,7 +20,7 @@ import (
 const maxTokenScan = 32 << 20
 
 func newStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	return uses(&cobra.Command{
 		Use:   "status",
 		Short: "Show live workers: agent, pid, lease state, heartbeat, tokens",
 		Long: `Status lists every live lease holder under $INK_HOME: each worker (the main
@@ -29,7 +29,7 @@ the agent, the pid, the lease state (held, or hung when its heartbeat stopped),
 the heartbeat age, how long it has run, the tokens of its current attempt as
 recorded in its transcript, and the transcript. A hung worker can be stopped
 with: ink leases break PATH`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := inkHome()
 			if err != nil {
@@ -55,7 +55,7 @@ with: ink leases break PATH`,
 			}
 			return nil
 		},
-	}
+	}, "json")
 }
 
 // statusRow is one live worker as `ink status --json` prints it.

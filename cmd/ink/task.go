@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/worktree"
 )
 
 func newTaskCmd(g *globals) *cobra.Command {
@@ -26,7 +31,10 @@ func newTaskCmd(g *globals) *cobra.Command {
 		Short: "Run one child agent from the shell (no main agent); its result goes to stdout",
 		Long: "Run one child agent, as the task tool would, with no main agent. Its result goes to stdout.\n" +
 			"--resume ID continues a child in its own transcript (--parent names the session that owns it;\n" +
-			"default: the most recent session of this directory that does). PROMPT - reads stdin.",
+			"default: the most recent session of this directory that does), on the model it was launched\n" +
+			"on unless --model names another (a different model is refused as model-drift).\n" +
+			"PROMPT - reads stdin. -v shows more on stderr: worker pids, each model turn and tool call.\n" +
+			"When stdout closes early (`| head`), the child is cancelled and records how it stopped.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prompt, err := readPrompt(args, cmd.InOrStdin())
 			if err != nil {
@@ -54,12 +62,31 @@ func newTaskCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			env, err := setup(cmd.Context(), g)
+			if parent != "" && targs.Resume == nil {
+				return usageErr("--parent names the session that owns the child to resume; it goes with --resume ID")
+			}
+			pre := preflight{check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
+				return checkTaskInput(ctx, set, cwd, b, targs)
+			}}
+			if targs.Resume != nil {
+				pre.binding = func(ctx context.Context, home, cwd string) (model.Binding, error) {
+					h, err := resumedChild(home, cwd, *targs.Resume, parent)
+					if err != nil {
+						return model.Binding{}, err
+					}
+					if f.Changed("model") || f.Changed("base-url") {
+						return g.binding(ctx)
+					}
+					return recordedBinding(ctx, h)
+				}
+			}
+			env, err := setup(cmd.Context(), g, pre)
 			if err != nil {
 				return err
 			}
 			defer env.close()
-			ctx, stop := interruptible(context.Background(), env.orc.KillAll)
+			survivePipeClose()
+			ctx, stop := interruptible(context.Background(), env.stdoutGone, env.display.Note, env.orc.KillAll)
 			defer stop()
 			res, err := env.orc.Task(ctx, orchestrator.TaskOptions{Args: targs, Parent: parent})
 			env.display.Close()
@@ -75,7 +102,9 @@ func newTaskCmd(g *globals) *cobra.Command {
 			case res.IsError:
 				fmt.Fprintln(os.Stderr, res.Content)
 			case !g.json:
-				fmt.Fprintln(os.Stdout, res.Content)
+				if _, err := fmt.Fprintln(os.Stdout, res.Content); err != nil && res.ParentSession != "" {
+					fmt.Fprintf(os.Stderr, "ink: stdout was closed before the result could be written (%v); read it with `%s sessions show %s`\n", unwrapPathError(err), selfCommand(), res.ParentSession)
+				}
 			}
 			if code := exitCode(res.Status); code != exitOK {
 				return &exitError{code: code}
@@ -84,10 +113,78 @@ func newTaskCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&agent, "agent", "", "agent profile to run as (see `ink agents ls`)")
-	f.BoolVar(&wt, "worktree", false, "run in its own git worktree on branch ink/<id>")
+	f.StringVar(&agent, "agent", "", "run as the agent profile `NAME` (list them with: ink agents ls)")
+	f.BoolVar(&wt, "worktree", false, "run in its own git worktree on branch ink/<id> (needs a git repository with a commit)")
 	f.DurationVar(&timeout, "timeout", 0, "stop the child after this long (e.g. 90s, 10m)")
-	f.StringVar(&resume, "resume", "", "continue this child id in its own transcript")
-	f.StringVar(&parent, "parent", "", "session that owns the child to resume")
-	return cmd
+	f.StringVar(&resume, "resume", "", "continue the child `ID` in its own transcript, on its recorded model")
+	f.StringVar(&parent, "parent", "", "the `SESSION` that owns the child to resume (default: the newest of this directory that does)")
+	return uses(cmd, supervisorFlags...)
+}
+
+// checkTaskInput checks what `ink task` asks for against this directory
+// before anything is written: the agent must exist and its model must be
+// usable, and a worktree needs a git repository with a commit. Each
+// failure is bad input (exit 2). parent is the binding the child would
+// inherit.
+func checkTaskInput(ctx context.Context, set *agents.Set, cwd string, parent model.Binding, args orchestrator.TaskArgs) error {
+	var prof *agents.Profile
+	if args.Agent != nil {
+		p, err := set.Lookup(*args.Agent)
+		if err != nil {
+			return usageErr("--agent: %v", err)
+		}
+		if err := checkProfileModel(set, p, parent); err != nil {
+			return err
+		}
+		prof = &p
+	}
+	want, why := false, ""
+	if prof != nil && prof.Worktree != nil && *prof.Worktree {
+		want, why = true, fmt.Sprintf("agent %q asks for a worktree (worktree: true in %s)", prof.Name, prof.Source)
+	}
+	if args.Worktree != nil {
+		want, why = *args.Worktree, "--worktree"
+	}
+	if !want {
+		return nil
+	}
+	_, err := worktree.Detect(ctx, cwd)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, worktree.ErrNotRepository):
+		return usageErr("%s: %s is not inside a git repository; run ink from a git repository (or pass --cwd), or pass --worktree=false", why, cwd)
+	case errors.Is(err, worktree.ErrNoCommits):
+		return usageErr("%s: %v", why, err)
+	default:
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("%s: %v", why, err)}
+	}
+}
+
+// checkProfileModel checks that the model of profile p, resolved against
+// the parent's binding as the supervisor resolves it, can run: a script
+// that exists (a relative path is read from the profile's directory), a
+// provider whose key is set.
+func checkProfileModel(set *agents.Set, p agents.Profile, parent model.Binding) error {
+	b, _, err := set.ResolveModel(p, parent)
+	if err != nil {
+		return usageErr("--agent: %v", err)
+	}
+	if b == parent {
+		return nil
+	}
+	if b.Provider == "script" {
+		path := b.Model
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(filepath.Dir(p.Source), path)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+			return usageErr("--agent: agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", p.Name, p.Model, filepath.Dir(p.Source), p.Source)
+		}
+		return checkScript(fmt.Sprintf("--agent: agent %q: model %s", p.Name, p.Model), path)
+	}
+	if _, err := providers.Open(providers.Resolve(b, os.Getenv), os.Getenv); err != nil {
+		return usageErr("--agent: agent %q: %v; or change the model: line of %s", p.Name, err, p.Source)
+	}
+	return nil
 }

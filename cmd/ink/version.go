@@ -21,23 +21,50 @@ import (
 )
 
 func newVersionCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	return uses(&cobra.Command{
 		Use:   "version",
-		Short: "Print ink's version (with -v: the worker protocol and configured providers)",
-		Args:  cobra.NoArgs,
+		Short: "Print ink's version and worker protocol (-v: also the configured providers)",
+		Long: "Print ink's version, its worker protocol, and the Go version and platform it was built for.\n" +
+			"-v also shows which model providers are configured (as `ink doctor` does). --json prints one\n" +
+			"JSON object: version, protocol, go, os, arch (and providers with -v).",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if g.json {
+				v := versionJSON{Version: orchestrator.InkVersion, Protocol: orchestrator.ProtocolVersion, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+				if g.verbose {
+					for _, st := range providers.Status(ctx, os.Getenv) {
+						st.Endpoint = displayEndpointOrEmpty(st.Endpoint)
+						v.Providers = append(v.Providers, st)
+					}
+				}
+				return printJSON(v)
+			}
 			fmt.Printf("ink %s (worker protocol %d, %s %s/%s)\n", orchestrator.InkVersion, orchestrator.ProtocolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			if g.verbose {
 				fmt.Println()
-				printProviders(cmd.Context(), os.Stdout, os.Getenv)
+				printProviders(ctx, os.Stdout, os.Getenv)
 			}
 			return nil
 		},
-	}
+	}, "json", "verbose")
+}
+
+// versionJSON is what `ink version --json` prints.
+type versionJSON struct {
+	Version   string                     `json:"version"`
+	Protocol  int                        `json:"protocol"`
+	Go        string                     `json:"go"`
+	OS        string                     `json:"os"`
+	Arch      string                     `json:"arch"`
+	Providers []providers.ProviderStatus `json:"providers,omitempty"`
 }
 
 func newDoctorCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	return uses(&cobra.Command{
 		Use:   "doctor",
 		Short: "Show which model providers are configured (never printing secrets)",
 		Long: "Show every model provider ink knows, whether it is ready to use and why (which key\n" +
@@ -46,7 +73,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"can run, checked as `ink run` checks it. Also shows how Claude Code's model aliases\n" +
 			"(sonnet, opus, haiku, fable) resolve and the provider stall limits. Keys are never printed.\n" +
 			"--json prints one JSON document. Exits as `ink run` would refuse when --model cannot run.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -64,7 +91,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			}
 			return modelErr
 		},
-	}
+	}, "model", "base-url", "json")
 }
 
 // doctorReport is what `ink doctor` finds, as --json prints it. It never

@@ -54,7 +54,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(newWorktreesLsCmd(g), newWorktreesDiffCmd(g), newWorktreesMergeCmd(g), newWorktreesRmCmd(g), newWorktreesPruneCmd(g))
-	return cmd
+	return uses(cmd)
 }
 
 // worktreeScope is where the worktree commands look: this INK_HOME, the
@@ -112,7 +112,7 @@ func newWorktreesLsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ls",
 		Short: "List child worktrees: repository, branch, lock, transcript (--status: state, ahead/behind, dirty)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := g.worktreeScope()
 			if err != nil {
@@ -139,7 +139,7 @@ func newWorktreesLsCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&status, "status", false, "also assess each worktree: state, ahead/behind, dirty (a few git commands per worktree)")
-	return c
+	return uses(c, lookFlags...)
 }
 
 // writeWorktreeTable prints the ls table.
@@ -285,7 +285,7 @@ func newWorktreesMergeCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&commit, "commit", false, "first commit the work the child left uncommitted, on its branch")
-	return c
+	return uses(c, lookFlags...)
 }
 
 // countWord is "1 file" or "N files".
@@ -332,7 +332,7 @@ func newWorktreesRmCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "remove even with unmerged work")
-	return c
+	return uses(c, lookFlags...)
 }
 
 func newWorktreesPruneCmd(g *globals) *cobra.Command {
@@ -340,7 +340,7 @@ func newWorktreesPruneCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove worktrees nothing needs any more; say what was kept and why",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := g.worktreeScope()
 			if err != nil {
@@ -361,7 +361,7 @@ func newWorktreesPruneCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&includeResumable, "include-resumable", false, "also remove the clean worktrees of children that could still be resumed (they can no longer be)")
-	return c
+	return uses(c, lookFlags...)
 }
 
 // writePruneResult prints one line per removed and kept worktree.

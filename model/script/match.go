@@ -62,13 +62,15 @@ func newestUserText(msgs []model.Message) (string, bool) {
 	return "", false
 }
 
-// trailingResults returns every tool result since the last assistant
-// message (ink writes one result per message, so one turn's results span
-// several messages). A continued session adds its new user prompt after the
-// results that answered the interrupted calls; those results count too.
+// trailingResults returns the tool results that end the history: the
+// newest message's, with the other results of its turn (ink writes one
+// result per message, so one turn's results span several consecutive
+// messages). A history that ends with any other message (a user prompt
+// that continues a session, say) has none: a `tool:` rule answers the
+// results of the turn just run, never an older one.
 func trailingResults(msgs []model.Message) []model.ToolResult {
 	start := len(msgs)
-	for start > 0 && msgs[start-1].Role != model.RoleAssistant {
+	for start > 0 && msgs[start-1].Role == model.RoleToolResult {
 		start--
 	}
 	var out []model.ToolResult

@@ -10,7 +10,7 @@
 //	      agent: scout     # Request.Agent, exact ("" = no profile)
 //	      depth: 1         # Request.Depth
 //	      user: "login"    # regexp on the newest user message
-//	      tool: grep       # a result of this tool since the last assistant message
+//	      tool: grep       # the newest message holds a result of this tool
 //	      result: "auth/"  # regexp on such a result (of `tool` when given)
 //	      turn: 2          # Request.Turn, 1-based
 //	      compaction: true # the request for a compaction summary (see below)

@@ -75,9 +75,12 @@ func TestConditions(t *testing.T) {
 		{"tool not among results", `{tool: ls}`, nil, false},
 		{"tool only before last assistant", `{tool: grep}`, func(r *model.Request) { r.Messages = history[:5] }, false},
 		{"result on any trailing result", `{result: "^package"}`, nil, true},
-		{"results before a continued session's prompt count", `{tool: read, result: "^package"}`, func(r *model.Request) {
+		{"results before a newer user message do not count", `{tool: read, result: "^package"}`, func(r *model.Request) {
 			r.Messages = append(append([]model.Message(nil), history...), model.UserText("go on"))
-		}, true},
+		}, false},
+		{"a newer user message hides every older result", `{tool: read}`, func(r *model.Request) {
+			r.Messages = append(append([]model.Message(nil), history...), model.UserText("go on"))
+		}, false},
 		{"result ignores older results", `{result: "login.go"}`, nil, false},
 		{"tool and result on the same result", `{tool: grep, result: "logout.go"}`, nil, true},
 		{"result of another tool does not count", `{tool: read, result: "logout.go"}`, nil, false},

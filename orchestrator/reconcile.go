@@ -1,0 +1,70 @@
+package orchestrator
+
+import (
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+)
+
+// fromTranscript completes the result of an attempt whose worker ended
+// without reporting its outcome (killed by a second Ctrl-C, by the OOM
+// killer, after the cancel grace) from the worker's own record in the
+// transcript at path, so that what ink shows agrees with what the
+// transcript says. When the worker wrote the attempt's end entry before it
+// died, that entry's status, reason, turns, usage and final text are the
+// attempt's; otherwise the turns and usage are counted from the assistant
+// messages written since the attempt started (usage marked incomplete: the
+// turn in flight is not counted). A result that came with its outcome, or
+// whose worker never started, is returned as it is. (A worker reports its
+// lease's fencing epoch, at least 1, with every outcome it sends after
+// taking the lease; a result without one never got that outcome.)
+func fromTranscript(res attemptResult, path string) attemptResult {
+	if !res.Launched || res.Epoch != 0 || res.AttemptID == "" || path == "" {
+		return res
+	}
+	tr, err := session.Open(path)
+	if err != nil {
+		return res
+	}
+	started := false
+	turns := 0
+	var usage model.Usage
+	for _, e := range tr.Entries {
+		switch {
+		case e.Attempt != nil && e.Attempt.AttemptID == res.AttemptID && e.Attempt.Phase == session.PhaseStart:
+			started = true
+		case e.Attempt != nil && e.Attempt.AttemptID == res.AttemptID && e.Attempt.Phase == session.PhaseEnd:
+			a := e.Attempt
+			lost := res.Reason
+			res.Status, res.Turns, res.Text, res.Epoch = a.Status, a.Turns, a.FinalText, a.Epoch
+			switch {
+			case lost == "" || lost == a.Reason:
+				res.Reason = a.Reason
+			case a.Reason == "":
+				res.Reason = lost
+			default:
+				res.Reason = a.Reason + "; then " + lost
+			}
+			if a.Usage != nil {
+				res.Usage = *a.Usage
+			}
+			if a.Capped != "" {
+				res.Capped = a.Capped
+			}
+			if len(a.Health) > 0 {
+				res.Health = a.Health
+			}
+			return res
+		case started && e.Message != nil && e.Message.Role == model.RoleAssistant:
+			turns++
+			if e.Message.Usage != nil {
+				usage = usage.Add(*e.Message.Usage)
+			}
+		}
+	}
+	if started && turns > res.Turns {
+		res.Turns = turns
+		usage.Incomplete = true
+		res.Usage = usage
+	}
+	return res
+}
