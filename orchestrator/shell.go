@@ -90,19 +90,21 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 				if err := mkdirFor(parent.transcript); err != nil {
 					return err
 				}
+				// The session, its lease record and the task call become
+				// durable together: creating the transcript syncs the
+				// directory that holds both.
 				var err error
-				l, err = lease.Acquire(parent.transcript, lease.Owner{AttemptID: call.id, Agent: "shell", SessionID: parent.sessionID})
+				l, err = lease.AcquireWith(parent.transcript, lease.Owner{AttemptID: call.id, Agent: "shell", SessionID: parent.sessionID},
+					lease.Options{Heartbeat: o.cfg.HeartbeatInterval, DeferDirSync: true})
 				if err != nil {
 					return err
 				}
 				l.StartHeartbeat(o.cfg.HeartbeatInterval)
-				w, err = session.Create(parent.transcript, session.Header{Type: "session", Version: session.Version, ID: parent.sessionID, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd})
-				if err != nil {
-					return err
-				}
 				args, _ := json.Marshal(opts.Args)
 				redacted, _ := o.redact.Redact(string(args))
-				_, err = w.AppendMessage(model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: call.id, Name: "task", Args: json.RawMessage(redacted)}}})
+				callMsg := model.Message{Role: model.RoleAssistant, Model: "shell", ToolCalls: []model.ToolCall{{ID: call.id, Name: "task", Args: json.RawMessage(redacted)}}}
+				w, _, err = session.CreateWith(parent.transcript, session.Header{Type: "session", Version: session.Version, ID: parent.sessionID, CreatedAt: time.Now().UTC(), Cwd: o.cfg.Cwd},
+					session.Entry{Message: &callMsg})
 				if err == nil {
 					o.pub.emit("shell", parent.sessionID, event.RunStart{Transcript: parent.transcript, Model: o.cfg.Binding.String(), Cwd: o.cfg.Cwd})
 				}

@@ -228,7 +228,14 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
-	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
+	heartbeat := sp.HeartbeatInterval
+	if heartbeat <= 0 {
+		heartbeat = lease.DefaultHeartbeat
+	}
+	// A new transcript is created in the lease's directory, and creating it
+	// syncs that directory: the lease's record becomes durable with it.
+	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
+		lease.Options{Heartbeat: heartbeat, DeferDirSync: sp.Create != nil})
 	if err != nil {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
@@ -245,7 +252,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			a.log.Error("Lease release failed", "err", err)
 		}
 	}()
-	l.StartHeartbeat(sp.HeartbeatInterval)
+	l.StartHeartbeat(heartbeat)
 	epoch := l.Epoch()
 	go func() {
 		select {
@@ -256,23 +263,18 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		}
 	}()
 
-	w, view, refused := a.openTranscript(l)
+	// The attempt's start entry and its prompt are written with the header
+	// of a new transcript, or with the repairs of a continued one: one
+	// durable point, one sync.
+	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}
+	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
+	w, view, refused := a.openTranscript(l, start, prompt)
 	if refused != nil {
 		refused.Epoch = epoch
 		return *refused
 	}
 	defer w.Close()
-
-	if err := w.AppendAttempt(session.AttemptEntry{Phase: "start", AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}); err != nil {
-		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch}
-	}
-	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
-	pe, err := w.AppendMessage(prompt)
-	if err != nil {
-		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
-	}
 	a.event(event.Message{Message: prompt})
-	_ = view.Apply(pe)
 
 	pool, closeTools, err := a.toolPool()
 	if err != nil {
@@ -411,21 +413,27 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	return out
 }
 
-// openTranscript creates or continues the transcript under the lease and
-// returns the writer and the model's history to seed the loop with, rebuilt
-// from the last compaction and kept in step with every entry written. A
-// non-nil outcome means the attempt is refused and nothing was written.
-func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View, *outcome) {
+// openTranscript creates or continues the transcript under the lease,
+// writes the attempt's start entry and its prompt (after the repairs of a
+// continued transcript) as one durable point, and returns the writer and
+// the model's history to seed the loop with, rebuilt from the last
+// compaction and kept in step with every entry written. A non-nil outcome
+// means the attempt is refused or could not start; a refusal wrote
+// nothing.
+func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, prompt model.Message) (*session.Writer, *session.View, *outcome) {
 	sp := a.spec
 	refuse := func(format string, args ...any) (*session.Writer, *session.View, *outcome) {
 		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
 	}
+	first := []session.Entry{{Attempt: &start}, {Message: &prompt}}
 	if sp.Create != nil {
-		w, err := session.Create(sp.Transcript, *sp.Create)
+		w, written, err := session.CreateWith(sp.Transcript, *sp.Create, first...)
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
-		return w, session.NewView(), nil
+		view := session.NewView()
+		_ = view.Apply(written[1])
+		return w, view, nil
 	}
 	tr, err := session.Open(sp.Transcript)
 	if err != nil {
@@ -463,12 +471,16 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View
 	inCallOrder(msgs, repairs)
 	a.reserved = tr.CallIDs()
 	view := tr.View()
-	for _, m := range repairs {
-		e, err := w.AppendMessage(m)
-		if err != nil {
-			w.Close()
-			return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
-		}
+	batch := make([]session.Entry, 0, len(repairs)+len(first))
+	for i := range repairs {
+		batch = append(batch, session.Entry{Message: &repairs[i]})
+	}
+	written, err := w.Append(append(batch, first...)...)
+	if err != nil {
+		w.Close()
+		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
+	}
+	for _, e := range written {
 		_ = view.Apply(e)
 	}
 	if len(repairs) > 0 {
