@@ -84,7 +84,8 @@ const closeWait = 5 * time.Second
 // Close ends the stream from the host's side, waits for the worker's
 // handler to return (the stream's EOF, seen by the receiving goroutine),
 // then shuts the worker down through go-plugin, which waits for the process
-// to exit and kills it if it does not.
+// to exit and kills it if it does not. A worker that exits cleanly has
+// ended everything it started, so its session is not swept (ipc.Shutdown).
 func (w *pluginWorker) Close() {
 	w.closeOnce.Do(func() {
 		_ = w.s.CloseSend()
@@ -94,7 +95,7 @@ func (w *pluginWorker) Close() {
 		case <-w.eof:
 		case <-t.C:
 		}
-		w.c.Kill()
+		w.c.Shutdown()
 		w.stop()
 	})
 }

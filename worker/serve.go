@@ -28,6 +28,9 @@ const ackWait = 10 * time.Second
 // Main serves one attempt and returns, which ends the process. It is the
 // whole of the hidden `ink worker` command. It never writes to stdout or
 // stderr after the go-plugin handshake: everything goes to the log file.
+// Before it returns it ends every process its tools left behind (see
+// endDescendants); when it cannot make sure of that, it exits with status
+// exitLeftovers instead of returning, and its host sweeps its session.
 //
 // The attempt's end is a handshake, not a timer: the worker sends its
 // Outcome, the host acknowledges it, ends the stream and shuts the worker
@@ -37,6 +40,10 @@ const ackWait = 10 * time.Second
 func Main() {
 	logger, closeLog := openLog()
 	defer closeLog()
+	reaper := becomeSubreaper() == nil
+	if !reaper {
+		logger.Warn("Cannot become a child subreaper; its host will sweep this worker's session")
+	}
 	h := &handler{log: logger, done: make(chan struct{})}
 	go func() {
 		t := time.NewTimer(idleLimit)
@@ -52,6 +59,11 @@ func Main() {
 		}
 	}()
 	ipc.Serve(h, logger)
+	if !reaper || !endDescendants() {
+		logger.Warn("Some process this worker started may still run; its host sweeps the session")
+		closeLog()
+		os.Exit(exitLeftovers)
+	}
 }
 
 // openLog opens the worker's JSON log file, falling back to discarding
