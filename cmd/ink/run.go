@@ -22,7 +22,8 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env, err := setup(cmd.Context(), g)
+			// The main agent delegates only with --max-depth 1 or more.
+			env, err := setup(cmd.Context(), g, g.maxDepth >= 1)
 			if err != nil {
 				return err
 			}

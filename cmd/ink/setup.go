@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/console"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/orchestrator"
@@ -19,8 +20,13 @@ type runEnv struct {
 	close   func()
 }
 
-// setup builds the orchestrator from the shared flags.
-func setup(ctx context.Context, g *globals) (*runEnv, error) {
+// setup builds the orchestrator from the shared flags. watch says whether
+// something of this run can still start a child after its first one is
+// planned — a main agent that may delegate, a child that may have children
+// of its own — and so can use an edit of an agent profile: only then are
+// the profiles watched (hot reload). A watcher costs its process about
+// 10 ms to tear down when it exits.
+func setup(ctx context.Context, g *globals, watch bool) (*runEnv, error) {
 	if g.maxParallel < 1 {
 		return nil, usageErr("--max-parallel must be at least 1, got %d", g.maxParallel)
 	}
@@ -83,7 +89,7 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 	}
 	relay := &warnRelay{}
-	reg, err := profiles(watchCtx, home, cwd, relay.warn)
+	reg, err := profiles(watchCtx, home, cwd, relay.warn, watch)
 	if err != nil {
 		stopWatch()
 		closeLog()
@@ -98,7 +104,13 @@ func setup(ctx context.Context, g *globals) (*runEnv, error) {
 		return nil, usageErr("%v", err)
 	}
 	relay.attach(orc)
-	return &runEnv{orc: orc, display: display, close: func() { stopWatch(); closeLog() }}, nil
+	stopProfiles := func() {
+		if r, ok := reg.(*agents.Registry); ok {
+			r.Stop() // without waiting for the watcher's teardown
+		}
+		stopWatch()
+	}
+	return &runEnv{orc: orc, display: display, close: func() { stopProfiles(); closeLog() }}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

@@ -54,7 +54,8 @@ func newTaskCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			env, err := setup(cmd.Context(), g)
+			// The child delegates in turn only with --max-depth 2 or more.
+			env, err := setup(cmd.Context(), g, g.maxDepth >= 2)
 			if err != nil {
 				return err
 			}
