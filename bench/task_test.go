@@ -8,7 +8,7 @@ import (
 
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/model/connect"
 	"github.com/inkdev/ink/orchestrator"
 )
 
@@ -30,7 +30,7 @@ func BenchmarkTaskRoundTrip(b *testing.B) {
 	h := newHermetic(b)
 	script := h.write(b, "one-turn.yaml", oneTurnScript)
 	binding := model.Binding{Provider: "script", Model: script}
-	prov, err := providers.Open(binding, os.Getenv)
+	prov, err := connect.Open(binding, os.Getenv)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		if b.Provider != "script" && b != parent.binding {
 			// The profile's own provider must be usable (its key set)
 			// before anything is created for the child.
-			if _, err := providers.Open(b, o.getenv); err != nil {
+			if _, err := providers.Check(b, o.getenv); err != nil {
 				return plan, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source)
 			}
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/model/connect"
 	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
@@ -281,7 +281,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
 	defer closeTools.Close()
-	provider, err := providers.Open(sp.Binding, a.getenv)
+	provider, err := connect.Open(sp.Binding, a.getenv)
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}

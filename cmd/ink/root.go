@@ -165,13 +165,13 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 	return b, checkBinding(b, "--model "+g.model)
 }
 
-// checkBinding opens b the way a worker will (contacting nothing) and
-// refuses an endpoint with credentials in it.
+// checkBinding checks b the way a worker will before it opens it
+// (contacting nothing) and refuses an endpoint with credentials in it.
 func checkBinding(b model.Binding, what string) error {
 	if b.Provider == "script" {
 		return nil
 	}
-	if _, err := providers.Open(b, os.Getenv); err != nil {
+	if _, err := providers.Check(b, os.Getenv); err != nil {
 		return usageErr("%v", err)
 	}
 	if providers.EndpointHasCredentials(b.BaseURL) {
