@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -35,20 +37,56 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 	if err != nil {
 		return nil, err
 	}
-	// The stream lives as long as the worker, not as long as ctx.
+	return (&pluginIdle{c: c, cmd: cmd}).run(spec)
+}
+
+// pluginIdle is a started, handshaken worker process that has no attempt
+// yet.
+type pluginIdle struct {
+	c   *ipc.Client
+	cmd *exec.Cmd
+}
+
+var _ idleWorker = (*pluginIdle)(nil)
+
+// run opens the worker's attempt stream and sends it Run; on error the
+// worker is killed.
+func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+	// The stream lives as long as the worker, not as long as a context.
 	streamCtx, stop := context.WithCancel(context.Background())
-	s, err := c.Attempt(streamCtx)
+	s, err := p.c.Attempt(streamCtx)
 	if err != nil {
 		stop()
-		c.Kill()
+		p.c.Kill()
 		return nil, err
 	}
-	w := &pluginWorker{c: c, cmd: cmd, s: s, stop: stop, eof: make(chan struct{})}
+	w := &pluginWorker{c: p.c, cmd: p.cmd, s: s, stop: stop, eof: make(chan struct{})}
 	if err := s.Send(ipc.Run{Spec: spec}); err != nil {
 		w.Kill()
-		return nil, fmt.Errorf("send the attempt to worker %d: %w", c.Pid(), err)
+		return nil, fmt.Errorf("send the attempt to worker %d: %w", p.c.Pid(), err)
 	}
 	return w, nil
+}
+
+// alive reports whether the worker process still runs.
+func (p *pluginIdle) alive() bool { return !p.c.Exited() }
+
+// discard ends the idle worker at once: it holds no lease and no session,
+// and started nothing, so there is nothing to shut down politely.
+func (p *pluginIdle) discard() { p.c.KillNow() }
+
+// startIdle starts a pooled worker: in dir, with the allowlisted
+// environment, told that it waits for its attempt (worker.PooledEnv) and
+// so learns its session, and its log file, from the Run message.
+func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+	cmd := exec.Command(l.exe, "worker")
+	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Dir = dir
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger})
+	if err != nil {
+		return nil, err
+	}
+	return &pluginIdle{c: c, cmd: cmd}, nil
 }
 
 // pluginWorker is a worker process started by pluginLauncher.

@@ -23,7 +23,8 @@ func newRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			// The main agent delegates only with --max-depth 1 or more.
-			env, err := setup(cmd.Context(), g, g.maxDepth >= 1)
+			delegates := g.maxDepth >= 1
+			env, err := setup(cmd.Context(), g, lifetime{watchProfiles: delegates, warmWorkers: delegates})
 			if err != nil {
 				return err
 			}

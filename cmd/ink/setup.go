@@ -20,13 +20,22 @@ type runEnv struct {
 	close   func()
 }
 
-// setup builds the orchestrator from the shared flags. watch says whether
-// something of this run can still start a child after its first one is
-// planned — a main agent that may delegate, a child that may have children
-// of its own — and so can use an edit of an agent profile: only then are
-// the profiles watched (hot reload). A watcher costs its process about
-// 10 ms to tear down when it exits.
-func setup(ctx context.Context, g *globals, watch bool) (*runEnv, error) {
+// lifetime says what a front end's supervisor does beyond its first child,
+// so that it pays only for what it will use.
+type lifetime struct {
+	// watchProfiles: something of this run can still start a child after
+	// its first one is planned — a main agent that may delegate, a child
+	// that may have children of its own — and so can use an edit of an
+	// agent profile (hot reload). A watcher costs its process about 10 ms
+	// to tear down when it exits.
+	watchProfiles bool
+	// warmWorkers: children start while the run goes on, so workers kept
+	// started ahead of them (a warm pool) spare each one a process start.
+	warmWorkers bool
+}
+
+// setup builds the orchestrator from the shared flags.
+func setup(ctx context.Context, g *globals, life lifetime) (*runEnv, error) {
 	if g.maxParallel < 1 {
 		return nil, usageErr("--max-parallel must be at least 1, got %d", g.maxParallel)
 	}
@@ -88,8 +97,11 @@ func setup(ctx context.Context, g *globals, watch bool) (*runEnv, error) {
 		Sandbox: box, Writable: writable,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 	}
+	if life.warmWorkers {
+		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers
+	}
 	relay := &warnRelay{}
-	reg, err := profiles(watchCtx, home, cwd, relay.warn, watch)
+	reg, err := profiles(watchCtx, home, cwd, relay.warn, life.watchProfiles)
 	if err != nil {
 		stopWatch()
 		closeLog()
@@ -110,7 +122,7 @@ func setup(ctx context.Context, g *globals, watch bool) (*runEnv, error) {
 		}
 		stopWatch()
 	}
-	return &runEnv{orc: orc, display: display, close: func() { stopProfiles(); closeLog() }}, nil
+	return &runEnv{orc: orc, display: display, close: func() { orc.Close(); stopProfiles(); closeLog() }}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

@@ -54,8 +54,9 @@ func newTaskCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			// The child delegates in turn only with --max-depth 2 or more.
-			env, err := setup(cmd.Context(), g, g.maxDepth >= 2)
+			// The child delegates in turn only with --max-depth 2 or more;
+			// a one-shot task starts no worker ahead.
+			env, err := setup(cmd.Context(), g, lifetime{watchProfiles: g.maxDepth >= 2})
 			if err != nil {
 				return err
 			}
