@@ -219,7 +219,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 // answer. A resumed child keeps its worktree whatever its state.
 func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	o.armBudget(&e.spec)
-	if e.parent.onLaunch != nil {
+	if e.parent.onLaunch != nil && !e.resumed {
 		if err := e.parent.onLaunch(); err != nil {
 			ans := o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: %v", err))
 			if e.wt != nil && !e.resumed {
@@ -264,12 +264,29 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	if e.wt != nil {
 		wtPath = e.wt.Path
 	}
-	res := o.supervise(ctx, e.child, e.spec, e.timeout, func(pid int) {
+	taskStart := func(pid int) {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
 			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
 		})
-	})
+	}
+	onStart := taskStart
+	if e.resumed && e.parent.onLaunch != nil {
+		// A resume from the shell records its task call once the worker
+		// has accepted the child (its first event): a worker that refuses
+		// it under the lease then leaves no file behind, like every other
+		// refusal.
+		pid := 0
+		onStart = func(p int) { pid = p }
+		e.child.onAccept = func() error {
+			if err := e.parent.onLaunch(); err != nil {
+				return err
+			}
+			taskStart(pid)
+			return nil
+		}
+	}
+	res := o.supervise(ctx, e.child, e.spec, e.timeout, onStart)
 	o.usage.add(e.child.label, res.Usage)
 	e.started = true
 	return o.finish(e, res)

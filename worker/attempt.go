@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,10 @@ type attempt struct {
 	reserved []string
 	// budget is the run's token budget, nil when it has none.
 	budget *treeBudget
+
+	// lifetime sums the transcript's attempts, this one's start included;
+	// its end entry records the sum with this attempt's usage.
+	lifetime session.Lifetime
 
 	// acked is closed when the host acknowledges the outcome.
 	acked   chan struct{}
@@ -399,10 +404,12 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 		return out
 	}
 	u := out.Usage
+	life := a.lifetime.With(&u)
 	err := w.AppendAttempt(session.AttemptEntry{
 		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
 		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
 		FinalTextLen: len(out.Text), FinalText: out.Text, Capped: out.Capped, Health: out.Health,
+		Lifetime: &life,
 	})
 	if err != nil {
 		a.log.Error("Attempt end entry not written", "err", err)
@@ -433,11 +440,14 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		}
 		view := session.NewView()
 		_ = view.Apply(written[1])
+		a.lifetime = session.Lifetime{}.Started()
 		return w, view, nil
 	}
-	tr, err := session.Open(sp.Transcript)
+	// One pass over the file: the whole of it checked, the history the
+	// model sees decoded, the rest kept as call and result ids.
+	tr, err := session.ReadForResume(sp.Transcript)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse("malformed: %v", err)
 	}
 	if len(sp.ExpectHeader) > 0 {
 		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
@@ -446,9 +456,9 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
 	// byte-identical.
-	msgs := tr.Messages
+	msgs := tr.Skeleton()
 	answers := danglingAnswers(msgs, sp.Answers)
-	scan := session.ScanPairs(append(append([]model.Message(nil), msgs...), answers...))
+	scan := session.ScanPairs(append(slices.Clone(msgs), answers...))
 	if scan.State == session.Refused {
 		return refuse("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
 	}
@@ -456,11 +466,11 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
 	}
 	if tr.Torn != nil {
-		if _, err := session.RepairTail(sp.Transcript); err != nil {
+		if _, err := tr.RepairTail(); err != nil {
 			return refuse("repair %s: %v", sp.Transcript, err)
 		}
 	}
-	w, err := session.OpenWriter(sp.Transcript)
+	w, err := tr.OpenWriter()
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -470,6 +480,7 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	}
 	inCallOrder(msgs, repairs)
 	a.reserved = tr.CallIDs()
+	a.lifetime = tr.Lifetime().Started()
 	view := tr.View()
 	batch := make([]session.Entry, 0, len(repairs)+len(first))
 	for i := range repairs {
