@@ -37,31 +37,42 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 	if err != nil {
 		return nil, err
 	}
-	return (&pluginIdle{c: c, cmd: cmd}).run(spec)
+	idle, err := openAttempt(c, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return idle.run(spec)
 }
 
-// pluginIdle is a started, handshaken worker process that has no attempt
-// yet.
+// pluginIdle is a started, handshaken worker process with its attempt
+// stream open, that has not been sent its attempt yet.
 type pluginIdle struct {
-	c   *ipc.Client
-	cmd *exec.Cmd
+	c    *ipc.Client
+	cmd  *exec.Cmd
+	s    *ipc.HostStream
+	stop context.CancelFunc
 }
 
 var _ idleWorker = (*pluginIdle)(nil)
 
-// run opens the worker's attempt stream and sends it Run; on error the
+// openAttempt opens the attempt stream of a started worker; on error the
 // worker is killed.
-func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+func openAttempt(c *ipc.Client, cmd *exec.Cmd) (*pluginIdle, error) {
 	// The stream lives as long as the worker, not as long as a context.
 	streamCtx, stop := context.WithCancel(context.Background())
-	s, err := p.c.Attempt(streamCtx)
+	s, err := c.Attempt(streamCtx)
 	if err != nil {
 		stop()
-		p.c.Kill()
+		c.Kill()
 		return nil, err
 	}
-	w := &pluginWorker{c: p.c, cmd: p.cmd, s: s, stop: stop, eof: make(chan struct{})}
-	if err := s.Send(ipc.Run{Spec: spec}); err != nil {
+	return &pluginIdle{c: c, cmd: cmd, s: s, stop: stop}, nil
+}
+
+// run sends the worker its attempt; on error the worker is killed.
+func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+	w := &pluginWorker{c: p.c, cmd: p.cmd, s: p.s, stop: p.stop, eof: make(chan struct{})}
+	if err := p.s.Send(ipc.Run{Spec: spec}); err != nil {
 		w.Kill()
 		return nil, fmt.Errorf("send the attempt to worker %d: %w", p.c.Pid(), err)
 	}
@@ -73,11 +84,15 @@ func (p *pluginIdle) alive() bool { return !p.c.Exited() }
 
 // discard ends the idle worker at once: it holds no lease and no session,
 // and started nothing, so there is nothing to shut down politely.
-func (p *pluginIdle) discard() { p.c.KillNow() }
+func (p *pluginIdle) discard() {
+	p.c.KillNow()
+	p.stop()
+}
 
 // startIdle starts a pooled worker: in dir, with the allowlisted
-// environment, told that it waits for its attempt (worker.PooledEnv) and
-// so learns its session, and its log file, from the Run message.
+// environment, told that it waits for its attempt (ipc.PooledEnv) and so
+// learns its session, and its log file, from the Run message. Its attempt
+// stream is opened at once, so that a launch only has to send the Run.
 func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
@@ -86,7 +101,7 @@ func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (id
 	if err != nil {
 		return nil, err
 	}
-	return &pluginIdle{c: c, cmd: cmd}, nil
+	return openAttempt(c, cmd)
 }
 
 // pluginWorker is a worker process started by pluginLauncher.

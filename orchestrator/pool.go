@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/inkdev/ink/ipc"
 )
@@ -50,6 +51,7 @@ type warmPool struct {
 	// slots of the window.
 	want   func() int
 	logger *slog.Logger
+	delay  time.Duration // refillDelay; tests shorten it
 
 	ctx    context.Context // ends with close: aborts a start in progress
 	cancel context.CancelFunc
@@ -70,7 +72,7 @@ var _ Launcher = (*warmPool)(nil)
 func newWarmPool(fresh Launcher, starter idleStarter, inkHome, dir string, cap int, want func() int, logger *slog.Logger) *warmPool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &warmPool{
-		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, logger: logger,
+		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, logger: logger, delay: refillDelay,
 		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	go p.refill()
@@ -78,7 +80,7 @@ func newWarmPool(fresh Launcher, starter idleStarter, inkHome, dir string, cap i
 }
 
 // Launch sends spec to an idle worker, or starts a fresh one when none is
-// ready, and then has the pool refilled.
+// ready, and then has the pool refilled (after refillDelay).
 func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
 	defer p.nudge()
 	for {
@@ -129,17 +131,30 @@ func (p *warmPool) size() int {
 	return max(0, min(p.cap, p.want()))
 }
 
+// refillDelay is how long the pool waits after a nudge before it starts
+// workers: a nudge comes with a launch, and the worker just launched should
+// have the CPU for its first steps, not share it with the next one's start.
+const refillDelay = 30 * time.Millisecond
+
 // refill starts idle workers, one at a time so as not to crowd the
 // agents that run, whenever the pool is below its size. A start that
 // fails is not retried until the next nudge: a fresh launch would fail the
 // same way and say why.
 func (p *warmPool) refill() {
 	defer close(p.done)
+	delay := time.NewTimer(time.Hour)
+	delay.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-p.wake:
+		}
+		delay.Reset(p.delay)
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-delay.C:
 		}
 		for {
 			p.mu.Lock()
