@@ -31,6 +31,7 @@ func contend() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer f.Close() // keeps f, and so fd, from being closed by its finalizer
 	fd := int(f.Fd())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
