@@ -367,7 +367,7 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
+	return &lineReader{r: bufio.NewReaderSize(r, 4<<20)}
 }
 
 func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {

@@ -425,23 +425,46 @@ func (s *skimmer) message(m *model.Message) error {
 	return s.fields(messageKeys, func(i int) error {
 		switch i {
 		case 0:
-			r, err := s.plainStr()
-			m.Role = model.Role(r)
-			return err
+			raw, esc, err := s.str()
+			if err != nil || esc {
+				return errSkim
+			}
+			switch string(raw) { // no allocation: the role is one of three constants
+			case string(model.RoleUser):
+				m.Role = model.RoleUser
+			case string(model.RoleAssistant):
+				m.Role = model.RoleAssistant
+			case string(model.RoleToolResult):
+				m.Role = model.RoleToolResult
+			default:
+				return errSkim // validateMessage would refuse it
+			}
+			return nil
 		case 1:
 			if s.isNull() {
 				return nil
 			}
 			return s.array(func() error {
-				var b model.Block
-				err := s.fields(blockKeys, func(i int) (err error) {
+				typed := false
+				err := s.fields(blockKeys, func(i int) error {
 					if i == 0 {
-						b.Type, err = s.plainStr()
-						return err
+						raw, esc, err := s.str()
+						if err != nil || esc {
+							return errSkim
+						}
+						typed = len(raw) > 0
+						return nil
 					}
 					return s.stringValue()
 				})
-				m.Content = append(m.Content, b)
+				if err == nil && !typed {
+					return errSkim // validateMessage refuses a block without a type
+				}
+				// The block's content is not kept; one placeholder stands
+				// for it, so that validateMessage sees there is content.
+				if len(m.Content) == 0 {
+					m.Content = append(m.Content, model.Block{Type: "skimmed"})
+				}
 				return err
 			})
 		case 2:

@@ -43,7 +43,7 @@ func TestRenderFull(t *testing.T) {
 		"| one-turn `ink task` ≤ 4× a fork/exec of a Go program that does nothing | 38.6 ms | 2.12 ms (`hello`) | 18.2× | **missed** |",
 		"| `ink task`: supervisor and worker together ≤ 20 MB PSS | 55.9 MiB | 1.9 MiB (`hello`) | — | **missed** |",
 		"| 64 children in one message ≤ 2× 64 starts at once of the smallest go-plugin plugin | 1.15 s | 367 ms (`plugin`) | 3.12× | **missed** |",
-		"| `--max-parallel 64` honoured inside one message: 32 children that wait 1 s run in one wave | 1.45 s, 32.0 at once | 1.00 s (one wave) | 1.45× | met |",
+		"| `--max-parallel 64` honoured inside one message: 32 children that wait 1 s run in one wave | 1.45 s, 32 at once | 1.00 s (one wave) | 1.45× | met |",
 		"| resume of a 100 MB transcript (compacted as ink compacts it) ≤ 0.3 s end to end | 197 ms | 19.3 ms (`cat`) | 10.2× | met |",
 		"| …and no process above 1.2× the file's size (never compacted) | supervisor 52.6 MiB (0.526×), worker 222.7 MiB (2.23×) | the file: 100.3 MiB | 2.23× of the file | **missed** |",
 		"one start of the ink binary (`ink version`, 10.1 ms) is already 4.74× the floor: the Go runtime, 232 package inits taking 5.16 ms",
