@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// procSampler follows one process and its ink children (the workers of an
-// ink supervisor; git and other tools it runs are left out) in /proc and
+// procSampler follows one process and its `ink worker` children (the
+// workers of an ink supervisor; git and other tools it runs are left out)
+// in /proc and
 // records each one's peak resident set (VmHWM) as last seen while it was
 // alive, and, when asked, the largest proportional set size (Pss) that
 // the whole family had at one sample. VmHWM only grows, so the last sample
@@ -87,14 +88,19 @@ func (s *procSampler) sample() {
 			continue
 		}
 		if !known {
-			ppid, comm, ok := statOf(pid)
+			ppid, _, ok := statOf(pid)
 			if !ok {
 				continue
 			}
-			if ppid != s.parent || comm != "ink" {
+			if ppid != s.parent {
 				s.mu.Lock()
 				s.notChild[pid] = true
 				s.mu.Unlock()
+				continue
+			}
+			// A child forked to run git (or a worker) is a copy of its
+			// parent until it execs: count it only once it is a worker.
+			if !isWorker(pid) {
 				continue
 			}
 		}
@@ -148,6 +154,16 @@ func statOf(pid int) (ppid int, comm string, ok bool) {
 	}
 	ppid, err = strconv.Atoi(string(f[1]))
 	return ppid, string(data[open+1 : end]), err == nil
+}
+
+// isWorker reports whether pid runs `ink worker`.
+func isWorker(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	args := bytes.Split(data, []byte{0})
+	return len(args) > 1 && filepath.Base(string(args[0])) == "ink" && string(args[1]) == "worker"
 }
 
 // statusField reads a "kB" field of /proc/<pid>/status (key with its
