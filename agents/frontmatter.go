@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -79,7 +80,7 @@ type field struct {
 
 // topLevelKey matches a line that starts a top-level field in the tolerant
 // reading: a key at the start of the line, a colon, then the rest.
-var topLevelKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$`)
+var topLevelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$`) })
 
 // lenientFields reads a frontmatter that strict YAML rejected the way
 // Claude Code still reads it: as top-level "key: value" lines. Each field
@@ -101,7 +102,7 @@ func lenientFields(front string) (fields []field, ok bool) {
 			i++
 			continue
 		}
-		m := topLevelKey.FindStringSubmatch(line)
+		m := topLevelKey().FindStringSubmatch(line)
 		if m == nil {
 			return nil, false // an indented line with no key above it, or not a key line
 		}

@@ -280,7 +280,7 @@ func keySpans(front string) map[string]span {
 // leniently, or "" when there is none; it only serves messages.
 func declaredName(front string) string {
 	for _, text := range strings.Split(front, "\n") {
-		if m := topLevelKey.FindStringSubmatch(strings.TrimRight(text, " \t")); m != nil && m[1] == "name" {
+		if m := topLevelKey().FindStringSubmatch(strings.TrimRight(text, " \t")); m != nil && m[1] == "name" {
 			return strings.Trim(strings.TrimSpace(m[2]), `"'`)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,15 +25,39 @@ const reloadDebounce = 100 * time.Millisecond
 type Registry struct {
 	current atomic.Pointer[Set]
 	done    chan struct{}
+	// stop asks the watcher to stop; it closes the channel it is given
+	// once its watches are removed.
+	stop     chan chan struct{}
+	stopOnce sync.Once
 }
 
 // Current returns the profiles as of the latest reload. The Set never
 // changes; a later reload makes a new one.
 func (r *Registry) Current() *Set { return r.current.Load() }
 
-// Done is closed when the watcher has stopped (its context ended) and
-// released its file descriptors. Current keeps returning the last Set.
+// Done is closed when the watcher has stopped (its context ended or Stop
+// was called) and released its file descriptors. Current keeps returning
+// the last Set.
 func (r *Registry) Done() <-chan struct{} { return r.done }
+
+// Stop stops watching without waiting for the watcher to be torn down: it
+// returns once every watch is removed, and the inotify descriptor is
+// closed in the background. Closing it is what costs (the kernel waits for
+// its readers to drain, about 10 ms, also when the process exits with it
+// open); with no watch left by then, most of that is over before anyone
+// waits for it. Current keeps returning the last Set. Stop is idempotent
+// and safe for concurrent use; cancelling Watch's context stops the
+// watcher the same way.
+func (r *Registry) Stop() {
+	r.stopOnce.Do(func() {
+		removed := make(chan struct{})
+		select {
+		case r.stop <- removed:
+			<-removed
+		case <-r.done:
+		}
+	})
+}
 
 // Watch loads the profiles of opts and keeps them current: it watches the
 // profile directories and every subdirectory they hold (symbolic links to
@@ -70,7 +95,7 @@ func Watch(ctx context.Context, opts LoadOptions, logger *slog.Logger, onWarn fu
 		fs:      fw,
 		logger:  logger,
 		onWarn:  onWarn,
-		reg:     &Registry{done: make(chan struct{})},
+		reg:     &Registry{done: make(chan struct{}), stop: make(chan chan struct{})},
 		watched: map[string]bool{},
 		warned:  map[string]bool{},
 		addErrs: map[string]bool{},
@@ -104,6 +129,11 @@ func (w *profileWatcher) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			w.removeWatches()
+			return
+		case removed := <-w.reg.stop:
+			w.removeWatches()
+			close(removed)
 			return
 		case ev, ok := <-w.fs.Events:
 			if !ok {
@@ -194,6 +224,15 @@ func (w *profileWatcher) reload(first bool) (newWatches bool) {
 	}
 	w.warned = warned
 	return newWatches
+}
+
+// removeWatches removes every watch, so that closing the watcher finds
+// none left to tear down.
+func (w *profileWatcher) removeWatches() {
+	for path := range w.watched {
+		_ = w.fs.Remove(path)
+		delete(w.watched, path)
+	}
 }
 
 // targets are the profile directories being watched for.

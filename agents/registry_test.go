@@ -304,3 +304,27 @@ func TestWatchSeesSubdirectories(t *testing.T) {
 	writeFile(t, filepath.Join(l.inkHome, ModelAliasesFile), "aliases: {sonnet: ollama/qwen3}\n")
 	eventually(t, "a new models.yaml is read", func() bool { return resolve() == "ollama/qwen3" })
 }
+
+// TestWatchStop: Stop returns once the watches are gone, without waiting
+// for the watcher's teardown; the last set stays current, later edits are
+// no longer seen, and Stop may be called again, also after the context
+// ended.
+func TestWatchStop(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	file := filepath.Join(l.inkHome, "agents", "a.md")
+	writeFile(t, file, profileText("a", "x"))
+	reg, _ := startWatch(t, LoadOptions{InkHome: l.inkHome})
+	reg.Stop()
+	select {
+	case <-reg.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher did not finish stopping within 5 s of Stop")
+	}
+	// The watcher's goroutine has ended: nothing reloads any more.
+	writeFile(t, file, profileText("a", "y"))
+	if got := description(reg, "a"); got != "x" {
+		t.Fatalf("after Stop the profile reads %q, want the last set's %q", got, "x")
+	}
+	reg.Stop()
+}

@@ -1,16 +1,21 @@
-// Package bench holds ink's end-to-end benchmarks (DESIGN.md §12). Each one
-// measures ink beside its floor in the same run: what the same work costs
-// without ink's machinery (a bare fork/exec of the binary, an in-process
-// agent loop, N bare processes at once, reading the file).
+// Package bench holds ink's end-to-end benchmarks. Each one measures ink
+// beside its floor in the same loop — what the same work costs without
+// ink's machinery — alternating which goes first, and reports the medians
+// and their ratio. The floors are built here from sources in testdata: a
+// Go program that does nothing (testdata/hello), for the cost of any Go
+// process's start, and the smallest go-plugin plugin over gRPC
+// (testdata/plugin), for the cost of a go-plugin worker's; others are
+// `cat` of a file, os.ReadFile, a raw flock, a durable record written by
+// hand, and the git commands ink runs, replayed without ink.
 //
-// The benchmarks drive the real ink binary, built once per test binary with
-// `go build` the first time a benchmark needs it, with INK_HOME and HOME in
-// temporary directories. They run only with -bench, so `go test ./...` stays
-// fast:
+// The benchmarks drive the real ink binary, built once per test binary
+// with `go build` the first time a benchmark needs it, with INK_HOME and
+// HOME in temporary directories. They run only with -bench, so
+// `go test ./...` stays fast:
 //
 //	go test -run '^$' -bench . ./bench
 //
-// The lease and worktree floors live beside their packages
-// (lease/bench_test.go, worktree/bench_test.go). The driver in bench/cmd/report
-// (`make bench`) runs all of them and writes docs/benchmarks.md.
+// The driver in bench/cmd/report (`make bench`) runs all of them and
+// writes docs/benchmarks.md, where every row names its target and says
+// whether it is met.
 package bench

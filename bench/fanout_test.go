@@ -1,19 +1,24 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 )
 
 // fanOutScript is a main agent that calls task n times in one message and
-// then answers; every child answers in one turn.
-func fanOutScript(n int) string {
+// then answers; every child answers in one turn, after wait when it is set.
+func fanOutScript(n int, wait string) string {
 	var calls []string
 	for i := range n {
 		calls = append(calls, fmt.Sprintf("{tool: task, args: {prompt: \"child %d: report\"}}", i+1))
+	}
+	delay := ""
+	if wait != "" {
+		delay = ", delay: " + wait
 	}
 	return fmt.Sprintf(`rules:
   - when: {depth: 0, turn: 1}
@@ -22,29 +27,29 @@ func fanOutScript(n int) string {
   - when: {depth: 0, tool: task}
     reply: {text: "all %d children reported"}
   - when: {depth: 1}
-    reply: {text: "child report", usage: {input: 100, output: 5}}
-`, strings.Join(calls, ", "), n)
+    reply: {text: "child report", usage: {input: 100, output: 5}%s}
+`, strings.Join(calls, ", "), n, delay)
 }
 
-// BenchmarkFanOut measures `ink run` whose main agent calls task N times in
-// one message with --max-parallel N (N = 8, 32, 64): one supervisor, one
-// main worker, N child workers, N+1 transcripts. Each iteration runs beside
-// the floor "forkexec": N bare fork/execs of the binary (`ink version`)
-// started at once and waited for.
+// BenchmarkFanOut measures `ink run` whose main agent calls task N times
+// in one message with --max-parallel N (N = 8, 32, 64): one supervisor,
+// one main worker, N child workers, N+1 transcripts. Each iteration runs
+// beside two floors: "plugin", N starts at once of the smallest go-plugin
+// plugin (handshake, ping, kill), and "hello", N fork/execs at once of a
+// Go program that does nothing.
 //
 // Metrics beside the wall time per run: the peak resident set (VmHWM,
 // sampled from /proc every 5 ms) of every worker, median and largest; the
-// supervisor's own; and the peak of one `ink version` from wait4's rusage.
+// supervisor's own.
 func BenchmarkFanOut(b *testing.B) {
 	bin := inkBinary(b)
 	for _, n := range []int{8, 32, 64} {
 		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
 			h := newHermetic(b)
-			script := h.write(b, "fan.yaml", fanOutScript(n))
+			script := h.write(b, "fan.yaml", fanOutScript(n, ""))
 			want := fmt.Sprintf("all %d children reported", n)
 			var workers []int64
 			var supervisor int64
-			bare := floor{name: "forkexec", run: func(b *testing.B) { forkExecAll(b, h, bin, n) }}
 			paired(b, func(b *testing.B) {
 				cmd := h.command(bin, "run", "--max-parallel", fmt.Sprint(n), "--model", "script:"+script, "fan out")
 				var out, errOut strings.Builder
@@ -52,9 +57,9 @@ func BenchmarkFanOut(b *testing.B) {
 				if err := cmd.Start(); err != nil {
 					b.Fatal(err)
 				}
-				s := startRSSSampler(cmd.Process.Pid)
+				s := startSampler(cmd.Process.Pid, false)
 				err := cmd.Wait()
-				peaks, self := s.finish()
+				peaks, self, _ := s.finish()
 				if err != nil || !strings.Contains(out.String(), want) {
 					b.Fatalf("ink run: %v\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
 				}
@@ -63,45 +68,54 @@ func BenchmarkFanOut(b *testing.B) {
 				}
 				workers = append(workers, peaks...)
 				supervisor = max(supervisor, self)
-			}, bare)
-			reportRSS(b, workers, supervisor, n+1)
-			b.ReportMetric(float64(maxRSS(h.run(b, bin, "version")))/1024, "forkexec-rss-MB")
+			}, pluginFloor(n), helloAll(n))
+			if len(workers) == 0 {
+				b.Fatal("no worker was sampled")
+			}
+			slices.Sort(workers)
+			b.ReportMetric(mib(workers[len(workers)/2]), "worker-rss-p50-MB")
+			b.ReportMetric(mib(workers[len(workers)-1]), "worker-rss-max-MB")
+			b.ReportMetric(mib(supervisor), "supervisor-rss-MB")
 		})
 	}
 }
 
-// forkExecAll starts n `ink version` at once and waits for all of them.
-func forkExecAll(b *testing.B, h *hermetic, bin string, n int) {
-	b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		cmd := h.command(bin, "version")
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		wg.Go(func() { errs <- cmd.Wait() })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+// BenchmarkMaxParallel measures 32 task calls in one message whose
+// children each wait 1 s, at --max-parallel 64: honoured inside one
+// message, they run as one wave and the run takes about 1 s; a window
+// held at 8 would run four waves. The floor "wave" is that 1 s. It
+// reports the most children the events show running at once.
+func BenchmarkMaxParallel(b *testing.B) {
+	bin := inkBinary(b)
+	h := newHermetic(b)
+	const n = 32
+	script := h.write(b, "wave.yaml", fanOutScript(n, "1s"))
+	peak := 0
+	var samples []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		out, err := h.command(bin, "run", "--json", "--max-parallel", "64", "--model", "script:"+script, "fan out").Output()
+		samples = append(samples, time.Since(t))
 		if err != nil {
-			b.Fatal(err)
+			b.Fatalf("ink run: %v\n%s", err, out)
+		}
+		live := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var e struct{ Type string }
+			if json.Unmarshal([]byte(line), &e) != nil {
+				continue
+			}
+			switch e.Type {
+			case "task.start":
+				live++
+				peak = max(peak, live)
+			case "task.end":
+				live--
+			}
 		}
 	}
-}
-
-// reportRSS reports the median and largest worker peak and the supervisor's
-// peak in MiB, and how many workers per run were sampled (a check that the
-// sampler saw them: it should be close to perRun).
-func reportRSS(b *testing.B, workers []int64, supervisor int64, perRun int) {
-	b.Helper()
-	if len(workers) == 0 {
-		b.Fatal("no worker was sampled")
-	}
-	slices.Sort(workers)
-	b.ReportMetric(float64(workers[len(workers)/2])/1024, "worker-rss-p50-MB")
-	b.ReportMetric(float64(workers[len(workers)-1])/1024, "worker-rss-max-MB")
-	b.ReportMetric(float64(supervisor)/1024, "supervisor-rss-MB")
-	b.ReportMetric(float64(len(workers))/float64(b.N)/float64(perRun), "sampled-fraction")
+	b.ReportMetric(float64(median(samples)), "ns/op")
+	b.ReportMetric(float64(time.Second), "wave-ns/op")
+	b.ReportMetric(float64(median(samples))/float64(time.Second), "x-wave")
+	b.ReportMetric(float64(peak), "peak-children")
 }

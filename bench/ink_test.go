@@ -9,15 +9,23 @@ import (
 	"testing"
 )
 
+// The binaries the benchmarks run, built once per test binary into one
+// temporary directory: ink itself, and the floors built from sources in
+// testdata — a Go program that does nothing (testdata/hello) and the
+// smallest go-plugin plugin over gRPC (testdata/plugin).
 var (
 	buildOnce sync.Once
 	buildDir  string
-	buildBin  string
+	bins      struct{ ink, hello, plugin string }
 	buildErr  error
 )
 
-// TestMain removes the ink binary built for the benchmarks, if any was.
+// TestMain removes the binaries built for the benchmarks, if any were, and
+// plays a lease contender when asked to (see contender_test.go).
 func TestMain(m *testing.M) {
+	if os.Getenv(contenderEnv) != "" {
+		os.Exit(contend())
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -25,24 +33,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// inkBinary builds cmd/ink once per test binary and returns its path.
-func inkBinary(b *testing.B) string {
+// build builds the binaries once.
+func build(b *testing.B) {
 	b.Helper()
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "ink-bench-")
 		if buildErr != nil {
 			return
 		}
-		buildBin = filepath.Join(buildDir, "ink")
-		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/inkdev/ink/cmd/ink")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/ink: %v\n%s", err, out)
+		bins.ink = filepath.Join(buildDir, "ink")
+		bins.hello = filepath.Join(buildDir, "hello")
+		bins.plugin = filepath.Join(buildDir, "plugin")
+		for _, t := range []struct{ out, pkg string }{
+			{bins.ink, "github.com/inkdev/ink/cmd/ink"},
+			{bins.hello, "./testdata/hello"},
+			{bins.plugin, "./testdata/plugin"},
+		} {
+			cmd := exec.Command("go", "build", "-o", t.out, t.pkg)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", t.pkg, err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
 		b.Fatal(buildErr)
 	}
-	return buildBin
+}
+
+// inkBinary builds the binaries once and returns ink's path.
+func inkBinary(b *testing.B) string {
+	b.Helper()
+	build(b)
+	return bins.ink
 }
 
 // hermetic is a private INK_HOME, HOME and working directory for the ink

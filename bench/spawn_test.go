@@ -11,9 +11,10 @@ import (
 	"github.com/inkdev/ink/session"
 )
 
-// BenchmarkSpawn measures starting one `ink worker`, each iteration beside
-// the floor "forkexec": a bare fork/exec of the same binary (`ink version`,
-// run to its exit).
+// BenchmarkSpawn measures starting one `ink worker` cold, each iteration
+// beside the floors "plugin", a start of the smallest go-plugin plugin
+// over gRPC (handshake, ping, kill), and "hello", a fork/exec of a Go
+// program that does nothing.
 //   - spawn-ready: ipc.Start (fork/exec, go-plugin handshake over the Unix
 //     socket, protocol check, Info) and Kill;
 //   - first-rpc: spawn-ready plus the first Attempt stream round trip: the
@@ -23,7 +24,6 @@ func BenchmarkSpawn(b *testing.B) {
 	bin := inkBinary(b)
 	h := newHermetic(b)
 	ctx := context.Background()
-	forkExec := floor{name: "forkexec", run: func(b *testing.B) { h.run(b, bin, "version") }}
 	start := func(b *testing.B) *ipc.Client {
 		cmd := h.command(bin, "worker")
 		c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(h.home, "run")})
@@ -32,6 +32,7 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 		return c
 	}
+	plugin := floor{name: "plugin", run: startPlugin}
 
 	b.Run("spawn-ready", func(b *testing.B) {
 		paired(b, func(b *testing.B) {
@@ -40,7 +41,7 @@ func BenchmarkSpawn(b *testing.B) {
 				b.Fatalf("worker speaks protocol %d", v)
 			}
 			c.Kill()
-		}, forkExec)
+		}, plugin, helloFloor(5))
 	})
 	b.Run("first-rpc", func(b *testing.B) {
 		script := h.write(b, "one-turn.yaml", oneTurnScript)
@@ -63,7 +64,7 @@ func BenchmarkSpawn(b *testing.B) {
 			if _, ok := m.(ipc.Event); !ok {
 				b.Fatalf("first worker message is %#v, want an event", m)
 			}
-		}, forkExec)
+		}, plugin, helloFloor(5))
 	})
 }
 

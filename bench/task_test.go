@@ -1,79 +1,124 @@
 package bench
 
 import (
-	"context"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/inkdev/ink/loop"
-	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
-	"github.com/inkdev/ink/orchestrator"
 )
 
 // oneTurnScript answers every request with one line of text: one model turn,
 // no tool call.
 const oneTurnScript = "rules:\n  - reply: {text: \"hello from the script\", usage: {input: 100, output: 5}}\n"
 
-// BenchmarkTaskRoundTrip measures one child that answers in one turn on the
-// script model, each iteration beside the floor "loop": the same script run
-// by loop.Run in this process (no process, no transcript, no lease; timed
-// over 100 runs, since one is too short to time alone).
-//   - ink-task: `ink task --model script:… PROMPT`, the CLI end to end (the
-//     ink process, its shell session, one worker, the child's transcript and
-//     lease, the composed result on stdout);
-//   - orchestrator: the same task through orchestrator.Task in this process,
-//     so the difference to ink-task is the CLI process itself.
-func BenchmarkTaskRoundTrip(b *testing.B) {
+// BenchmarkTask measures `ink task` of one child that answers in one turn
+// on the script model — the CLI end to end: the supervisor, its shell
+// session and lease, one worker with its lease and transcript, the composed
+// result on stdout.
+//   - time: beside the floor "hello", the fork/exec of a Go program that
+//     does nothing, and "inkversion", a start of the ink binary itself
+//     (`ink version`), which says what two ink processes cost before they
+//     do anything;
+//   - memory: the same task with a child that waits 300 ms, its supervisor
+//     and worker sampled from /proc: the largest proportional set size
+//     (Pss) of the two together, and each one's peak resident set; beside
+//     the same of the Go program that does nothing, made to wait.
+func BenchmarkTask(b *testing.B) {
 	bin := inkBinary(b)
 	h := newHermetic(b)
 	script := h.write(b, "one-turn.yaml", oneTurnScript)
-	binding := model.Binding{Provider: "script", Model: script}
-	prov, err := providers.Open(binding, os.Getenv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	inProcess := floor{name: "loop", reps: 100, run: func(b *testing.B) {
-		res, err := loop.Run(context.Background(), loop.Options{
-			Provider: prov,
-			Request:  model.Request{Model: binding.Model},
-			History:  []model.Message{model.UserText("say hello")},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.FinalText != "hello from the script" {
-			b.Fatalf("loop answered %q", res.FinalText)
-		}
-	}}
+	inkVersion := floor{name: "inkversion", run: func(b *testing.B) { h.run(b, bin, "version") }}
 
-	b.Run("ink-task", func(b *testing.B) {
+	b.Run("time", func(b *testing.B) {
 		paired(b, func(b *testing.B) {
 			out, err := h.command(bin, "task", "--model", "script:"+script, "say hello").Output()
-			if err != nil {
+			if err != nil || !strings.Contains(string(out), "hello from the script") {
 				b.Fatalf("ink task: %v\n%s", err, out)
 			}
-			if !strings.Contains(string(out), "hello from the script") {
-				b.Fatalf("ink task printed %q", out)
-			}
-		}, inProcess)
+		}, helloFloor(5), inkVersion)
+		// What one start of the binary initialises, and how big it is.
+		inits, initNs := initTrace(b, h, bin)
+		b.ReportMetric(float64(inits), "inits")
+		b.ReportMetric(initNs, "init-ns")
+		if st, err := os.Stat(bin); err == nil {
+			b.ReportMetric(float64(st.Size())/(1<<20), "binary-MB")
+		}
 	})
-	b.Run("orchestrator", func(b *testing.B) {
-		paired(b, func(b *testing.B) {
-			orc, err := orchestrator.New(orchestrator.Config{
-				InkHome: h.home, Exe: bin, Cwd: h.dir, Binding: binding, Environ: h.vars, MaxDepth: 1,
-			})
-			if err != nil {
+	b.Run("memory", func(b *testing.B) {
+		slow := h.write(b, "slow.yaml", "rules:\n  - reply: {text: \"hello from the script\", delay: 300ms}\n")
+		var pss, sup, work []int64
+		for b.Loop() {
+			cmd := h.command(bin, "task", "--model", "script:"+slow, "say hello")
+			var out strings.Builder
+			cmd.Stdout = &out
+			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
-			res, err := orc.Task(context.Background(), orchestrator.TaskOptions{Args: orchestrator.TaskArgs{Prompt: "say hello"}})
-			if err != nil {
-				b.Fatal(err)
+			s := startSampler(cmd.Process.Pid, true)
+			err := cmd.Wait()
+			workers, self, family := s.finish()
+			if err != nil || !strings.Contains(out.String(), "hello from the script") || len(workers) != 1 {
+				b.Fatalf("ink task: %v (%d workers sampled)\n%s", err, len(workers), out.String())
 			}
-			if res.Status != orchestrator.StatusCompleted || !strings.Contains(res.Content, "hello from the script") {
-				b.Fatalf("task ended %s: %s", res.Status, res.Content)
-			}
-		}, inProcess)
+			pss, sup, work = append(pss, family), append(sup, self), append(work, workers[0])
+		}
+		b.ReportMetric(mib(medianKB(pss)), "pss-MB")
+		b.ReportMetric(mib(medianKB(sup)), "supervisor-rss-MB")
+		b.ReportMetric(mib(medianKB(work)), "worker-rss-MB")
+		// The floor's: a Go program that does nothing but wait.
+		cmd := exec.Command(bins.hello, "wait")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		s := startSampler(cmd.Process.Pid, true)
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		_, rss, hpss := s.finish()
+		b.ReportMetric(mib(hpss), "hello-pss-MB")
+		b.ReportMetric(mib(rss), "hello-rss-MB")
 	})
+}
+
+// medianKB is the middle value of kbs.
+func medianKB(kbs []int64) int64 {
+	if len(kbs) == 0 {
+		return 0
+	}
+	s := slices.Clone(kbs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// mib turns KiB into MiB.
+func mib(kb int64) float64 { return float64(kb) / 1024 }
+
+// initTrace runs `ink version` with GODEBUG=inittrace=1 and returns how
+// many packages it initialised and the time their inits took, in ns.
+func initTrace(b *testing.B, h *hermetic, bin string) (int, float64) {
+	b.Helper()
+	cmd := h.command(bin, "version")
+	cmd.Env = append(cmd.Env, "GODEBUG=inittrace=1")
+	var trace strings.Builder
+	cmd.Stderr = &trace
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	n, ms := 0, 0.0
+	for _, line := range strings.Split(trace.String(), "\n") {
+		// "init PKG @T ms, D ms clock, B bytes, A allocs"
+		f := strings.Fields(line)
+		if len(f) < 6 || f[0] != "init" {
+			continue
+		}
+		d, err := strconv.ParseFloat(f[4], 64)
+		if err != nil {
+			continue
+		}
+		n++
+		ms += d
+	}
+	return n, ms * 1e6
 }

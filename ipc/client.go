@@ -290,7 +290,19 @@ const shutdownWait = 3 * time.Second
 // is SIGKILLed after shutdownWait.
 // It then removes the worker's socket directory. Kill blocks until the
 // worker is gone, is idempotent and may be called concurrently.
-func (c *Client) Kill() {
+func (c *Client) Kill() { c.stop(true) }
+
+// Shutdown ends a worker whose work is done, as Kill does, except that a
+// worker that exits on its own with status 0 is not swept: an ink worker
+// exits with 0 only after it has ended every process it started, so its
+// process group and session are empty and searching /proc for them would
+// find nothing. A worker that exits otherwise, or must be killed, is swept
+// as Kill sweeps. Shutdown blocks until the worker is gone, is idempotent
+// and may be called concurrently with Kill (the first call decides).
+func (c *Client) Shutdown() { c.stop(false) }
+
+// stop is Kill (sweep) and Shutdown (no sweep after a clean exit).
+func (c *Client) stop(sweep bool) {
 	c.killOnce.Do(func() {
 		done := make(chan struct{})
 		go func() {
@@ -306,7 +318,9 @@ func (c *Client) Kill() {
 			c.killProcessGroup()
 			<-done
 		}
-		c.killProcessGroup()
+		if sweep || !c.exitedCleanly() {
+			c.killProcessGroup()
+		}
 		c.runnerMu.Lock()
 		pluginDir := c.pluginDir
 		c.runnerMu.Unlock()
@@ -344,6 +358,23 @@ func (c *Client) Done() <-chan struct{} {
 func (c *Client) KillNow() {
 	c.killProcessGroup()
 	c.Kill()
+}
+
+// exitedCleanly reports whether the worker process has exited by itself
+// with status 0.
+func (c *Client) exitedCleanly() bool {
+	c.runnerMu.Lock()
+	r := c.runner
+	c.runnerMu.Unlock()
+	if r == nil {
+		return false
+	}
+	select {
+	case <-r.exited:
+		return r.waitErr == nil
+	default:
+		return false
+	}
 }
 
 // killProcessGroup SIGKILLs the worker's process group, if it was started.

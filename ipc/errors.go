@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // ProtocolMismatchError reports a worker that speaks another version of the
@@ -25,7 +26,9 @@ func (e *ProtocolMismatchError) Error() string {
 
 // pluginVersionRE finds the worker's version in go-plugin's negotiation
 // error ("incompatible API version with plugin. Plugin version: 2, ...").
-var pluginVersionRE = regexp.MustCompile(`incompatible API version with plugin\. Plugin version: (\d+)`)
+var pluginVersionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`incompatible API version with plugin\. Plugin version: (\d+)`)
+})
 
 // asProtocolMismatch turns go-plugin's version negotiation failure into a
 // *ProtocolMismatchError; any other error is returned unchanged.
@@ -33,7 +36,7 @@ func asProtocolMismatch(err error, host int) error {
 	if err == nil {
 		return nil
 	}
-	m := pluginVersionRE.FindStringSubmatch(err.Error())
+	m := pluginVersionRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}

@@ -41,9 +41,10 @@ var ErrReleased = errors.New("lease released")
 // interval (DefaultHeartbeat when 0) with a fresh heartbeatAt and the current
 // progressSeq. Before each beat it reads the metadata: when a newer epoch or
 // another attempt's record is there, it stops, closes Fenced and makes
-// Check return a *FenceError. The first beat runs before StartHeartbeat
-// returns, so the interval is on disk for Probe from then on. Calls after
-// the first are no-ops; Release stops the goroutine.
+// Check return a *FenceError. Unless the acquisition record already holds
+// this interval (Options.Heartbeat), the first beat runs before
+// StartHeartbeat returns, so the interval is on disk for Probe from then
+// on. Calls after the first are no-ops; Release stops the goroutine.
 func (l *Lease) StartHeartbeat(interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultHeartbeat
@@ -53,13 +54,12 @@ func (l *Lease) StartHeartbeat(interval time.Duration) {
 			close(l.hbDone)
 			return
 		}
+		want := max(interval.Milliseconds(), 1)
 		l.mu.Lock()
-		l.meta.HeartbeatIntervalMs = interval.Milliseconds()
-		if l.meta.HeartbeatIntervalMs == 0 {
-			l.meta.HeartbeatIntervalMs = 1
-		}
+		recorded := l.meta.HeartbeatIntervalMs == want
+		l.meta.HeartbeatIntervalMs = want
 		l.mu.Unlock()
-		if !l.beat() {
+		if !recorded && !l.beat() {
 			close(l.hbDone)
 			return
 		}

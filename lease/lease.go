@@ -71,6 +71,28 @@ type Lease struct {
 // directory or special file yields an error matching ErrBadLeaseFile. The
 // caller must Release the lease.
 func Acquire(path string, owner Owner) (*Lease, error) {
+	return AcquireWith(path, owner, Options{})
+}
+
+// Options tune AcquireWith.
+type Options struct {
+	// Heartbeat is the interval the holder will beat at. It goes into the
+	// acquisition record, so that Probe can judge the lease from the
+	// start and StartHeartbeat with the same interval need not write a
+	// first beat at once: the first beat comes one interval later.
+	Heartbeat time.Duration
+	// DeferDirSync leaves the directory that holds the metadata unsynced:
+	// the new record's content is on disk when AcquireWith returns, its
+	// rename not yet. The holder must fsync that directory — the
+	// transcript's own, which session.CreateWith syncs when it creates
+	// the transcript there — before anything it writes under the new
+	// epoch has to survive a crash. It spares one sync when the holder
+	// creates its transcript right after taking the lease.
+	DeferDirSync bool
+}
+
+// AcquireWith is Acquire with options.
+func AcquireWith(path string, owner Owner, opts Options) (*Lease, error) {
 	if path == "" {
 		return nil, errors.New("lease acquire: empty transcript path")
 	}
@@ -107,7 +129,7 @@ func Acquire(path string, owner Owner) (*Lease, error) {
 		}
 		time.Sleep(5*time.Millisecond + rand.N(20*time.Millisecond))
 	}
-	if err := l.publish(); err != nil {
+	if err := l.publish(opts); err != nil {
 		l.unlock()
 		return nil, fmt.Errorf("lease acquire: %w", err)
 	}
@@ -185,7 +207,7 @@ func lockedIsAtPath(fl *flock.Flock, path string, key fileKey) (bool, error) {
 }
 
 // publish writes the metadata of a freshly locked lease with the next epoch.
-func (l *Lease) publish() error {
+func (l *Lease) publish(opts Options) error {
 	prev, err := readMeta(l.metaPath)
 	if err != nil {
 		return err
@@ -206,8 +228,18 @@ func (l *Lease) publish() error {
 		StartedAt:   now,
 		HeartbeatAt: now,
 	}
+	if opts.Heartbeat > 0 {
+		m.HeartbeatIntervalMs = max(opts.Heartbeat.Milliseconds(), 1)
+	}
 	removeStaleTemps(l.metaPath)
-	if err := writeMetaAtomic(l.metaPath, &m); err != nil {
+	p, err := prepareMeta(l.metaPath, &m, true)
+	if err != nil {
+		return err
+	}
+	if opts.DeferDirSync {
+		p.durable = false // the content was synced; the holder syncs the directory
+	}
+	if err := p.commit(); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/model/connect"
 )
 
 // wireAPI is an httptest server speaking one provider's real wire format.
@@ -165,7 +165,7 @@ func TestProviderOverflowLeadsToCompaction(t *testing.T) {
 			t.Parallel()
 			api := newWireAPI(t, tc.format)
 			b := tc.binding(api.URL)
-			prov, err := providers.Open(b, func(k string) string { return tc.env[k] })
+			prov, err := connect.Open(b, func(k string) string { return tc.env[k] })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"strings"
 
+	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/secret"
 )
@@ -33,7 +34,7 @@ func workerEnv(environ []string) []string {
 		if !ok {
 			continue
 		}
-		if k == "INK_WORKER" || k == "INK_WORKER_LOG" || secret.IsKeyName(k) || providers.IsProviderVar(k) {
+		if k == "INK_WORKER" || k == "INK_WORKER_LOG" || k == ipc.PooledEnv || secret.IsKeyName(k) || providers.IsProviderVar(k) {
 			continue
 		}
 		keep := exact[k]

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -526,30 +527,42 @@ func (w *fakeWorker) continueTranscript() bool {
 			return false
 		}
 	}
-	if w.tw, err = session.OpenWriter(sp.Transcript); err != nil {
-		w.l.t.Errorf("worker %s: %v", sp.Label, err)
-		return false
-	}
-	msgs := tr.Messages
+	msgs := slices.Clone(tr.Messages)
 	answered := map[string]bool{}
 	for _, m := range msgs {
 		for _, r := range m.Results {
 			answered[r.ToolCallID] = true
 		}
 	}
+	var answers []model.Message
 	for _, a := range sp.Answers {
 		m := a.WithRecord()
 		if len(m.Results) != 1 || answered[m.Results[0].ToolCallID] {
 			continue
 		}
+		answered[m.Results[0].ToolCallID] = true
+		answers = append(answers, m)
+	}
+	msgs = append(msgs, answers...)
+	scan := session.ScanPairs(msgs)
+	if scan.State == session.Refused {
+		// Like a real worker, it refuses a history it cannot continue
+		// before it writes anything.
+		w.release()
+		w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)})
+		return false
+	}
+	if w.tw, err = session.OpenWriter(sp.Transcript); err != nil {
+		w.l.t.Errorf("worker %s: %v", sp.Label, err)
+		return false
+	}
+	for _, m := range answers {
 		if _, err := w.tw.AppendMessage(m); err != nil {
 			w.l.t.Errorf("worker %s: %v", sp.Label, err)
 			return false
 		}
-		answered[m.Results[0].ToolCallID] = true
-		msgs = append(msgs, m)
 	}
-	if scan := session.ScanPairs(msgs); scan.State == session.Repairable {
+	if scan.State == session.Repairable {
 		for _, m := range session.UnknownOutcomeResults(scan.Missing) {
 			if _, err := w.tw.AppendMessage(m); err != nil {
 				w.l.t.Errorf("worker %s: %v", sp.Label, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
 )
@@ -142,34 +141,17 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 	return out.Disposition, detail, []string{"[task] " + out.Text}
 }
 
-// lifetimeLine sums every attempt recorded in a child's transcript, from
-// its attempt entries.
+// lifetimeLine sums every attempt recorded in a child's transcript: from
+// the sum its last attempt end entry carries, or from its attempt entries.
 func lifetimeLine(path string) []string {
-	tr, err := session.Open(path)
+	life, err := session.ReadLifetime(path)
 	if err != nil {
 		return nil
 	}
-	var total model.Usage
-	attempts, ended := 0, 0
-	for _, a := range tr.Attempts() {
-		switch a.Phase {
-		case session.PhaseStart:
-			attempts++
-		case session.PhaseEnd:
-			ended++
-			if a.Usage == nil {
-				total.Incomplete = true
-			} else {
-				total = total.Add(*a.Usage)
-			}
-		}
-	}
-	if ended < attempts {
-		total.Incomplete = true
-	}
+	total := life.Usage
 	ge := ""
 	if total.Incomplete {
 		ge = "≥"
 	}
-	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
+	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", life.Attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
 }

@@ -104,6 +104,16 @@ type Config struct {
 	// Launcher starts workers; nil means a fresh local process per attempt
 	// over go-plugin.
 	Launcher Launcher
+	// WarmWorkers, when above 0, keeps up to that many workers started
+	// ahead of the children that will need them (a warm pool; see
+	// DefaultWarmWorkers): one per free slot of the window, refilled in
+	// the background, so that a child skips the process start. It pays
+	// only in a supervisor that starts children while it runs — `ink run`
+	// whose main agent delegates, a server — not in a one-shot `ink task`.
+	// It needs a launcher that can start idle workers (the default one
+	// can). The pool is shut down when Run returns, by Close and by
+	// KillAll.
+	WarmWorkers int
 	// Sink receives every event, in order; it is called from many
 	// goroutines but never concurrently.
 	Sink func(event.Envelope)
@@ -115,6 +125,7 @@ type Config struct {
 type Orchestrator struct {
 	cfg      Config
 	launcher Launcher
+	pool     *warmPool // nil without WarmWorkers
 	window   *window
 	pub      publisher
 	live     liveSet
@@ -177,6 +188,11 @@ func New(cfg Config) (*Orchestrator, error) {
 		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
 	}
+	if starter, ok := launcher.(idleStarter); ok && cfg.WarmWorkers > 0 {
+		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, cfg.Logger)
+		o.launcher = o.pool
+		o.window.onFree = o.pool.nudge
+	}
 	o.pub.sink = cfg.Sink
 	o.budget.limit = cfg.Budget
 	return o, nil
@@ -200,7 +216,20 @@ func (o *Orchestrator) arm(spec *ipc.AttemptSpec) {
 
 // KillAll kills every worker's process group at once (the second Ctrl-C)
 // and refuses to start new ones.
-func (o *Orchestrator) KillAll() { o.live.killAll() }
+func (o *Orchestrator) KillAll() {
+	o.Close()
+	o.live.killAll()
+}
+
+// Close ends the idle workers of the warm pool (Config.WarmWorkers), if
+// any, and waits for them; running workers are not touched. Call it when
+// the front end stops starting children; Run calls it when it returns.
+// Launching after Close starts fresh workers. It is idempotent.
+func (o *Orchestrator) Close() {
+	if o.pool != nil {
+		o.pool.close()
+	}
+}
 
 // liveSet tracks the running workers so that KillAll reaches them. It is
 // safe for concurrent use.

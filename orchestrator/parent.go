@@ -306,38 +306,47 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.openLocked(); err != nil {
-		return err
-	}
 	f := p.front[call.id]
+	if !p.opened {
+		return p.openLocked(f)
+	}
+	if p.openErr != nil {
+		return p.openErr
+	}
 	if f == nil || f.written {
 		return nil
 	}
-	if err := p.writeCallLocked(f); err != nil {
-		return err
-	}
-	return nil
+	return p.writeCallLocked(f)
 }
 
-// openLocked creates the session under its lease, once; p.mu is held.
-func (p *Parent) openLocked() error {
-	if p.opened {
-		return p.openErr
-	}
+// openLocked creates the session under its lease, once, with the call of
+// its first child (f, unless nil) as its first entry: the session, its
+// lease record and that call become durable together, as creating the
+// transcript syncs the directory that holds them. p.mu is held.
+func (p *Parent) openLocked(f *frontCall) error {
 	p.opened = true
 	p.openErr = func() error {
 		if err := mkdirFor(p.ar.transcript); err != nil {
 			return err
 		}
-		l, err := lease.Acquire(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID})
+		l, err := lease.AcquireWith(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID},
+			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, DeferDirSync: true})
 		if err != nil {
 			return err
 		}
 		l.StartHeartbeat(p.o.cfg.HeartbeatInterval)
-		w, err := session.Create(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd})
+		var first []session.Entry
+		if f != nil && !f.written {
+			m := p.callMessage(f)
+			first = append(first, session.Entry{Message: &m})
+		}
+		w, _, err := session.CreateWith(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, first...)
 		if err != nil {
 			l.Release()
 			return err
+		}
+		if len(first) > 0 {
+			f.written = true
 		}
 		p.w, p.l = w, l
 		p.o.pub.emit(p.ar.label, p.ar.sessionID, event.RunStart{Transcript: p.ar.transcript, Model: p.o.cfg.Binding.String(), Cwd: p.o.cfg.Cwd, MaxParallel: p.o.cfg.MaxParallel, MaxDepth: p.o.cfg.MaxDepth})
@@ -352,13 +361,18 @@ func (p *Parent) writeCallLocked(f *frontCall) error {
 	if err := p.l.Check(); err != nil {
 		return err
 	}
-	redacted, _ := p.o.redact.Redact(string(f.args))
-	m := model.Message{Role: model.RoleAssistant, Model: p.ar.label, ToolCalls: []model.ToolCall{{ID: f.id, Name: f.tool, Args: json.RawMessage(redacted)}}}
-	if _, err := p.w.AppendMessage(m); err != nil {
+	if _, err := p.w.AppendMessage(p.callMessage(f)); err != nil {
 		return err
 	}
 	f.written = true
 	return nil
+}
+
+// callMessage is a front-end call as the session records it: an assistant
+// message holding the call, its arguments redacted.
+func (p *Parent) callMessage(f *frontCall) model.Message {
+	redacted, _ := p.o.redact.Redact(string(f.args))
+	return model.Message{Role: model.RoleAssistant, Model: p.ar.label, ToolCalls: []model.ToolCall{{ID: f.id, Name: f.tool, Args: json.RawMessage(redacted)}}}
 }
 
 // recordResult records the result of a front-end call whose call message

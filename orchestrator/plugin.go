@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -35,7 +37,28 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 	if err != nil {
 		return nil, err
 	}
-	// The stream lives as long as the worker, not as long as ctx.
+	idle, err := openAttempt(c, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return idle.run(spec)
+}
+
+// pluginIdle is a started, handshaken worker process with its attempt
+// stream open, that has not been sent its attempt yet.
+type pluginIdle struct {
+	c    *ipc.Client
+	cmd  *exec.Cmd
+	s    *ipc.HostStream
+	stop context.CancelFunc
+}
+
+var _ idleWorker = (*pluginIdle)(nil)
+
+// openAttempt opens the attempt stream of a started worker; on error the
+// worker is killed.
+func openAttempt(c *ipc.Client, cmd *exec.Cmd) (*pluginIdle, error) {
+	// The stream lives as long as the worker, not as long as a context.
 	streamCtx, stop := context.WithCancel(context.Background())
 	s, err := c.Attempt(streamCtx)
 	if err != nil {
@@ -43,12 +66,42 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 		c.Kill()
 		return nil, err
 	}
-	w := &pluginWorker{c: c, cmd: cmd, s: s, stop: stop, eof: make(chan struct{})}
-	if err := s.Send(ipc.Run{Spec: spec}); err != nil {
+	return &pluginIdle{c: c, cmd: cmd, s: s, stop: stop}, nil
+}
+
+// run sends the worker its attempt; on error the worker is killed.
+func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+	w := &pluginWorker{c: p.c, cmd: p.cmd, s: p.s, stop: p.stop, eof: make(chan struct{})}
+	if err := p.s.Send(ipc.Run{Spec: spec}); err != nil {
 		w.Kill()
-		return nil, fmt.Errorf("send the attempt to worker %d: %w", c.Pid(), err)
+		return nil, fmt.Errorf("send the attempt to worker %d: %w", p.c.Pid(), err)
 	}
 	return w, nil
+}
+
+// alive reports whether the worker process still runs.
+func (p *pluginIdle) alive() bool { return !p.c.Exited() }
+
+// discard ends the idle worker at once: it holds no lease and no session,
+// and started nothing, so there is nothing to shut down politely.
+func (p *pluginIdle) discard() {
+	p.c.KillNow()
+	p.stop()
+}
+
+// startIdle starts a pooled worker: in dir, with the allowlisted
+// environment, told that it waits for its attempt (ipc.PooledEnv) and so
+// learns its session, and its log file, from the Run message. Its attempt
+// stream is opened at once, so that a launch only has to send the Run.
+func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+	cmd := exec.Command(l.exe, "worker")
+	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Dir = dir
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger})
+	if err != nil {
+		return nil, err
+	}
+	return openAttempt(c, cmd)
 }
 
 // pluginWorker is a worker process started by pluginLauncher.
@@ -84,7 +137,8 @@ const closeWait = 5 * time.Second
 // Close ends the stream from the host's side, waits for the worker's
 // handler to return (the stream's EOF, seen by the receiving goroutine),
 // then shuts the worker down through go-plugin, which waits for the process
-// to exit and kills it if it does not.
+// to exit and kills it if it does not. A worker that exits cleanly has
+// ended everything it started, so its session is not swept (ipc.Shutdown).
 func (w *pluginWorker) Close() {
 	w.closeOnce.Do(func() {
 		_ = w.s.CloseSend()
@@ -94,7 +148,7 @@ func (w *pluginWorker) Close() {
 		case <-w.eof:
 		case <-t.C:
 		}
-		w.c.Kill()
+		w.c.Shutdown()
 		w.stop()
 	})
 }

@@ -101,11 +101,15 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	add := func(code, format string, a ...any) {
 		problems = append(problems, Problem{Code: code, Message: fmt.Sprintf(format, a...)})
 	}
-	tr, err := session.Open(path)
+	// The header and the end of the transcript are all validation reads:
+	// the worker reads the whole history once, under the lease, and
+	// refuses one it cannot continue (its calls and results out of step, a
+	// damaged line) before it writes anything.
+	tail, err := session.ReadTail(path)
 	if err != nil {
 		return resumePlan{}, []Problem{{Code: "malformed", Message: err.Error()}}
 	}
-	h := tr.Header
+	h := tail.Header
 	launch := h.Launch
 	if launch == nil {
 		return resumePlan{}, []Problem{{Code: "missing-launch", Message: fmt.Sprintf("%s has no launch record", path)}}
@@ -120,14 +124,10 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		}
 		add("still-running", "the child is still running%s; wait for it to finish, or see `ink leases ls`", who)
 	}
-	if len(tr.Messages) == 0 {
+	if !tail.HasMessages {
 		add("empty-transcript", "the transcript holds no messages; nothing to continue")
 	}
-	if scan := session.ScanPairs(tr.Messages); scan.State == session.Refused {
-		// Only a crash tail is repaired; anything else is left as it is.
-		add(session.CodeMalformed, "%s cannot be continued: %s", path, scan.Reason)
-	}
-	if _, ended := tr.LastAttemptEnd(); !ended && !parentRecorded(parent.owner(), h.ID) {
+	if tail.LastEnd == nil && !parentRecorded(parent.owner(), h.ID) {
 		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
 	}
 	if launch.InkVersion != InkVersion {

@@ -105,17 +105,6 @@ func TestResumeRefusals(t *testing.T) {
 			}},
 		{name: "no settled record", child: dies, mainDie: true, codes: []string{"no-record"},
 			want: []string{"no settled record of this child: neither the parent's task result nor the child's own attempt end was written"}},
-		{name: "history inconsistent", codes: []string{"malformed"},
-			mutate: func(t *testing.T, fx fixture) {
-				w, err := session.OpenWriter(fx.child.Transcript)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer w.Close()
-				if _, err := w.AppendMessage(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}); err != nil {
-					t.Fatal(err)
-				}
-			}},
 		{name: "another ink version", codes: []string{"version-drift"},
 			want: []string{"launched by ink 0.0.9, this is ink " + InkVersion + "; resume it with ink 0.0.9"},
 			mutate: func(t *testing.T, fx fixture) {
@@ -364,6 +353,49 @@ func snapshotIfDir(t testing.TB, dir string) map[string]string {
 		return map[string]string{dir: string(data)}
 	}
 	return snapshot(t, dir)
+}
+
+// TestResumeOfAnInconsistentHistory: validation reads only the header and
+// the end of a transcript, so a history whose calls and results are out of
+// step is refused by the worker, which reads it whole under the lease:
+// the refusal says malformed and why, and nothing is written but the lease
+// record the worker held to read — the shell session is written only once
+// a worker accepts the child.
+func TestResumeOfAnInconsistentHistory(t *testing.T) {
+	t.Parallel()
+	h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, completes("done", model.Usage{Input: 3, Output: 1}))
+	w, err := session.OpenWriter(child.Spec.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AppendMessage(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	before := snapshot(t, h.cfg.InkHome)
+	sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("again", model.Usage{}))
+	res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
+	want := "- malformed: the transcript " + child.Spec.Transcript + " cannot be continued: inconsistent beyond a crash tail: "
+	if res.Status != StatusRejected || res.ParentSession != "" || !strings.Contains(res.Content, want) || !strings.HasSuffix(res.Content, "\nStart a new task instead.") {
+		t.Fatalf("resume = %+v\nwant a refusal containing %q", res, want)
+	}
+	// Only the lease record shows that a worker held the lease to read.
+	after := snapshot(t, h.cfg.InkHome)
+	for p, v := range after {
+		if before[p] != v && p != lease.MetaPath(child.Spec.Transcript) {
+			t.Errorf("a resume the worker refused changed %s", p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			t.Errorf("a resume the worker refused removed %s", p)
+		}
+	}
+	for _, e := range sh.rec.all() {
+		if e.Body.Kind() == "task.start" || e.Body.Kind() == "run.start" {
+			t.Errorf("a refused resume reported %s", e.Body.Kind())
+		}
+	}
 }
 
 // TestResumeRefusedByTheWorker: a resume that passed validation can still

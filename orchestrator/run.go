@@ -49,6 +49,7 @@ func (o *Orchestrator) mainTools() []string {
 // KillAll kills them (twice). A problem with the options (an unknown or
 // foreign session) is an error and nothing is written.
 func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, error) {
+	defer o.Close() // the warm pool ends with the run
 	tools := o.mainTools()
 	files := projectContext(o.cfg.Cwd)
 	system := mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)

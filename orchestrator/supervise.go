@@ -43,6 +43,9 @@ type agentRun struct {
 	// track, on a child, is its entry in its parent's registry, fed with
 	// its events.
 	track *trackedChild
+	// onAccept, when set, runs once when this agent's worker sends its
+	// first event: it has taken the lease and accepted the attempt.
+	onAccept func() error
 
 	mu       sync.Mutex
 	children int // child ordinal for labels
@@ -226,6 +229,12 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		case m := <-msgs:
 			switch m := m.(type) {
 			case ipc.Event:
+				if accept := ar.onAccept; accept != nil {
+					ar.onAccept = nil
+					if err := accept(); err != nil {
+						cancel(ipc.StatusCrash, fmt.Sprintf("the task call could not be recorded: %v", err))
+					}
+				}
 				o.pub.publish(event.Envelope{Agent: ar.label, Session: ar.sessionID, WorkerSeq: m.Seq, Body: m.Body})
 				o.noteTaskCalls(ar, m.Body, calls)
 				if end, ok := m.Body.(event.ToolEnd); ok && end.Name == "task" {

@@ -141,7 +141,7 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		if b.Provider != "script" && b != parent.binding {
 			// The profile's own provider must be usable (its key set)
 			// before anything is created for the child.
-			if _, err := providers.Open(b, o.getenv); err != nil {
+			if _, err := providers.Check(b, o.getenv); err != nil {
 				return plan, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source)
 			}
 		}
@@ -237,7 +237,9 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 // task_wait and task_cancel find it.
 func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	o.armBudget(&e.spec)
-	if e.parent.onLaunch != nil {
+	// A resume from a shell-like parent records its call only once the
+	// worker accepted the child (see runTracked).
+	if e.parent.onLaunch != nil && !e.resumed {
 		if err := e.parent.onLaunch(e.call, e.args); err != nil {
 			ans := o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: %v", err))
 			if e.wt != nil && !e.resumed {
@@ -296,14 +298,31 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 	if e.wt != nil {
 		wtPath = e.wt.Path
 	}
-	res := o.supervise(ctx, e.child, e.spec, e.timeout, func(pid int) {
+	taskStart := func(pid int) {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
 			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
 			Background: e.call.background,
 		})
 		e.child.track.running(pid)
-	})
+	}
+	onStart := taskStart
+	if e.resumed && e.parent.onLaunch != nil {
+		// A resume from a shell-like parent records its task call once the
+		// worker has accepted the child (its first event): a worker that
+		// refuses it under the lease then leaves no file behind, like every
+		// other refusal.
+		pid := 0
+		onStart = func(p int) { pid = p }
+		e.child.onAccept = func() error {
+			if err := e.parent.onLaunch(e.call, e.args); err != nil {
+				return err
+			}
+			taskStart(pid)
+			return nil
+		}
+	}
+	res := o.supervise(ctx, e.child, e.spec, e.timeout, onStart)
 	o.usage.add(e.child.label, res.Usage)
 	e.started = true
 	return o.finish(e, res)

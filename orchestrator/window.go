@@ -16,6 +16,9 @@ type window struct {
 	free     int
 	waiting  []*waiter // sorted by ticket
 	expected map[uint64]bool
+	// onFree, when set before the window is used, is called (without mu
+	// held) each time a slot is given back.
+	onFree func()
 }
 
 type waiter struct {
@@ -98,6 +101,16 @@ func (w *window) release() {
 	tell := w.admit()
 	w.mu.Unlock()
 	notify(tell)
+	if w.onFree != nil {
+		w.onFree()
+	}
+}
+
+// freeSlots is the number of children that could start now.
+func (w *window) freeSlots() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.free
 }
 
 // expectedBefore reports whether a call with a lower ticket is expected;

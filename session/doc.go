@@ -9,6 +9,13 @@
 // children: a task_wait result), and the lookup and listing of sessions and
 // their children under $INK_HOME.
 //
+// Three readers serve three needs: Open parses a whole transcript;
+// ReadForResume reads it in one pass for continuing it, decoding only the
+// history the model sees and skimming the rest (skim.go), so that its cost
+// and memory follow that history rather than the file; ReadTail reads a
+// transcript backwards from its end, only as far as its last attempt end
+// and message, which is all a resume's validation needs.
+//
 // The package takes no locks: whoever appends to or repairs a transcript must
 // hold its lease (package lease). Reading never needs one.
 package session

@@ -52,6 +52,9 @@ type AttemptEntry struct {
 	Capped string `json:"capped,omitempty"`
 	// Health (end only) lists the health watch's observations.
 	Health []string `json:"health,omitempty"`
+	// Lifetime (end only) sums every attempt of the transcript, this one
+	// included, so that a reader learns it from the last end entry alone.
+	Lifetime *Lifetime `json:"lifetime,omitempty"`
 }
 
 // Entry is one line of a transcript after the header.
@@ -112,6 +115,14 @@ var validAttemptStatus = map[string]bool{
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
+	if bytes.HasPrefix(line, messagePrefix) {
+		// A message line as this package writes it decodes in one pass;
+		// anything else takes the general path, which also words the error.
+		var w wireMessage
+		if json.Unmarshal(line, &w) == nil && w.Type == EntryMessage && w.ID != "" {
+			return messageEntry(w)
+		}
+	}
 	var h wireHead
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Entry{}, fmt.Errorf("invalid JSON: %w", err)
@@ -125,28 +136,8 @@ func decodeEntry(line []byte) (Entry, error) {
 		if err := json.Unmarshal(line, &w); err != nil {
 			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
 		}
-		if w.Message == nil {
-			return Entry{}, errors.New("message entry has no message")
-		}
-		m := normaliseMessage(*w.Message)
-		if len(w.TaskRecord) > 0 && !bytes.Equal(w.TaskRecord, []byte("null")) {
-			rec, err := compactObject(w.TaskRecord)
-			if err != nil {
-				return Entry{}, fmt.Errorf("taskRecord: %w", err)
-			}
-			m.TaskRecord = rec
-		}
-		for i, raw := range w.TaskRecords {
-			rec, err := compactObject(raw)
-			if err != nil {
-				return Entry{}, fmt.Errorf("taskRecords[%d]: %w", i, err)
-			}
-			m.TaskRecords = append(m.TaskRecords, rec)
-		}
-		if err := validateMessage(m); err != nil {
-			return Entry{}, err
-		}
-		return Entry{Type: EntryMessage, ID: h.ID, Message: &m, TaskRecord: m.TaskRecord, TaskRecords: m.TaskRecords}, nil
+		w.ID = h.ID
+		return messageEntry(w)
 	case EntryAttempt:
 		var a AttemptEntry
 		if err := json.Unmarshal(line, &a); err != nil {
@@ -170,6 +161,32 @@ func decodeEntry(line []byte) (Entry, error) {
 	default:
 		return Entry{}, fmt.Errorf("unknown entry type %q", h.Type)
 	}
+}
+
+// messageEntry checks a decoded message line and returns its entry.
+func messageEntry(w wireMessage) (Entry, error) {
+	if w.Message == nil {
+		return Entry{}, errors.New("message entry has no message")
+	}
+	m := normaliseMessage(*w.Message)
+	if len(w.TaskRecord) > 0 && !bytes.Equal(w.TaskRecord, []byte("null")) {
+		rec, err := compactObject(w.TaskRecord)
+		if err != nil {
+			return Entry{}, fmt.Errorf("taskRecord: %w", err)
+		}
+		m.TaskRecord = rec
+	}
+	for i, raw := range w.TaskRecords {
+		rec, err := compactObject(raw)
+		if err != nil {
+			return Entry{}, fmt.Errorf("taskRecords[%d]: %w", i, err)
+		}
+		m.TaskRecords = append(m.TaskRecords, rec)
+	}
+	if err := validateMessage(m); err != nil {
+		return Entry{}, err
+	}
+	return Entry{Type: EntryMessage, ID: w.ID, Message: &m, TaskRecord: m.TaskRecord, TaskRecords: m.TaskRecords}, nil
 }
 
 func orUnknown(s string) string {

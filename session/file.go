@@ -60,8 +60,22 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
 	return nil
 }
+
+// fsync flushes f's data and metadata to disk. Every sync of the package
+// goes through it, so that tests can count the syncs each durable point
+// costs.
+func fsync(f *os.File) error {
+	if observeSync != nil {
+		observeSync(f.Name())
+	}
+	return f.Sync()
+}
+
+// observeSync, when set, is told the name of every file fsync syncs. Only
+// tests set it, before any test runs.
+var observeSync func(name string)

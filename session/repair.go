@@ -89,7 +89,7 @@ func RepairTail(path string) (TailRepair, error) {
 		if err := f.Truncate(start); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: truncate: %w", path, err)
 		}
-		if err := f.Sync(); err != nil {
+		if err := fsync(f); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
 		return TailRepair{Action: RepairTruncated, Offset: start, Bytes: len(line), Reason: reason}, nil
@@ -97,7 +97,7 @@ func RepairTail(path string) (TailRepair, error) {
 		if _, err := f.WriteAt([]byte("\n"), size); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
 		}
-		if err := f.Sync(); err != nil {
+		if err := fsync(f); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
 		return TailRepair{Action: RepairTerminated, Offset: start, Bytes: 1, Reason: reason}, nil

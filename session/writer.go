@@ -27,6 +27,7 @@ type Writer struct {
 	header Header
 	lines  int
 	size   int64
+	dirty  bool  // bytes written since the last fsync
 	err    error // sticky: set by a failed write or Close
 }
 
@@ -37,33 +38,56 @@ type Writer struct {
 // line is written and the file and its directory are fsynced before Create
 // returns. On failure nothing is left behind.
 func Create(path string, h Header) (*Writer, error) {
+	w, _, err := CreateWith(path, h)
+	return w, err
+}
+
+// CreateWith is Create with the transcript's first entries written
+// together with its header: one write of every line, one fsync of the file
+// and one of its directory, so that a new transcript and what its first
+// durable point needs (an attempt's start entry and prompt, a shell
+// session's task call) cost one sync between them. The entries are
+// prepared as Append prepares them and returned as written.
+func CreateWith(path string, h Header, first ...Entry) (*Writer, []Entry, error) {
 	h, line, err := encodeHeader(h)
 	if err != nil {
-		return nil, fmt.Errorf("create transcript %s: %w", path, err)
+		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
+	}
+	entries, lines, err := prepareEntries(first)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create transcript: %w", err)
+		return nil, nil, fmt.Errorf("create transcript: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("create transcript: %w", err)
+		return nil, nil, fmt.Errorf("create transcript: %w", err)
 	}
-	fail := func(err error) (*Writer, error) {
+	fail := func(err error) (*Writer, []Entry, error) {
 		f.Close()
 		os.Remove(path)
-		return nil, fmt.Errorf("create transcript %s: %w", path, err)
+		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
 	}
-	if _, err := f.Write(line); err != nil {
+	w := &Writer{f: f, path: path, header: h, lines: 1, size: int64(len(line))}
+	buf := append([]byte(nil), line...)
+	for i, l := range lines {
+		w.lines++
+		entries[i].Line, entries[i].Offset = w.lines, w.size
+		w.size += int64(len(l))
+		buf = append(buf, l...)
+	}
+	if _, err := f.Write(buf); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := fsync(f); err != nil {
 		return fail(err)
 	}
 	if err := syncDir(dir); err != nil {
 		return fail(err)
 	}
-	return &Writer{f: f, path: path, header: h, lines: 1, size: int64(len(line))}, nil
+	return w, entries, nil
 }
 
 // OpenWriter opens an existing transcript for appending. It refuses a
@@ -129,39 +153,17 @@ func (w *Writer) Header() Header { return w.header }
 // after a toolResult message.
 func (w *Writer) AppendMessage(m model.Message) (Entry, error) {
 	msg := m
-	e := Entry{Type: EntryMessage, ID: NewID(), Message: &msg}
-	line, err := encodeEntry(e)
+	out, err := w.Append(Entry{Type: EntryMessage, Message: &msg})
 	if err != nil {
-		return Entry{}, fmt.Errorf("append message to %s: %w", w.path, err)
-	}
-	if len(m.TaskRecord) > 0 {
-		e.TaskRecord, _ = compactObject(m.TaskRecord)
-		msg.TaskRecord = e.TaskRecord
-	}
-	if len(m.TaskRecords) > 0 {
-		e.TaskRecords = make([]json.RawMessage, len(m.TaskRecords))
-		for i, raw := range m.TaskRecords {
-			e.TaskRecords[i], _ = compactObject(raw)
-		}
-		msg.TaskRecords = e.TaskRecords
-	}
-	if err := w.append(&e, line, m.Role == model.RoleToolResult); err != nil {
 		return Entry{}, err
 	}
-	return e, nil
+	return out[0], nil
 }
 
 // AppendAttempt appends an attempt entry (Time defaults to now) and fsyncs.
 func (w *Writer) AppendAttempt(a AttemptEntry) error {
-	if a.Time.IsZero() {
-		a.Time = time.Now().UTC()
-	}
-	e := Entry{Type: EntryAttempt, ID: NewID(), Attempt: &a}
-	line, err := encodeEntry(e)
-	if err != nil {
-		return fmt.Errorf("append attempt to %s: %w", w.path, err)
-	}
-	return w.append(&e, line, true)
+	_, err := w.Append(Entry{Type: EntryAttempt, Attempt: &a})
+	return err
 }
 
 // AppendCompaction appends a compaction entry (Time defaults to now),
@@ -169,55 +171,125 @@ func (w *Writer) AppendAttempt(a AttemptEntry) error {
 // against the history it holds (View.FirstKept); a reader refuses a
 // transcript whose compaction keeps a message the model did not see.
 func (w *Writer) AppendCompaction(c CompactionEntry) (Entry, error) {
-	if c.Time.IsZero() {
-		c.Time = time.Now().UTC()
-	}
-	e := Entry{Type: EntryCompaction, ID: NewID(), Compaction: &c}
-	line, err := encodeEntry(e)
+	out, err := w.Append(Entry{Type: EntryCompaction, Compaction: &c})
 	if err != nil {
-		return Entry{}, fmt.Errorf("append compaction to %s: %w", w.path, err)
-	}
-	if err := w.append(&e, line, true); err != nil {
 		return Entry{}, err
 	}
-	return e, nil
+	return out[0], nil
 }
 
-// append writes line with one write call and records its position in e.
-func (w *Writer) append(e *Entry, line []byte, sync bool) error {
+// Append appends entries — messages (Message set, its TaskRecord kept
+// beside it), attempts (Attempt set) and compactions (Compaction set) —
+// with one write of all their lines, and returns them as written: with a
+// fresh ID unless one was given, attempts and compactions timed now unless
+// they carry a time, and Line and Offset set. The file is fsynced once
+// after the write when any entry is a durable point: an attempt, a
+// compaction or a toolResult message. Nothing is written when an entry is
+// invalid.
+func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
+	out, lines, err := prepareEntries(entries)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", w.path, err)
+	}
+	sync := false
+	for _, e := range out {
+		sync = sync || e.Attempt != nil || e.Compaction != nil || (e.Message != nil && e.Message.Role == model.RoleToolResult)
+	}
+	var buf []byte
+	if len(lines) == 1 {
+		buf = lines[0]
+	} else {
+		for _, l := range lines {
+			buf = append(buf, l...)
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return fmt.Errorf("append to %s: %w", w.path, w.err)
+		return nil, fmt.Errorf("append to %s: %w", w.path, w.err)
 	}
-	n, err := w.f.Write(line)
-	if err != nil || n != len(line) {
+	n, err := w.f.Write(buf)
+	if err != nil || n != len(buf) {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
 		w.err = fmt.Errorf("an earlier write failed, the file may end in a partial line: %w", err)
-		return fmt.Errorf("append to %s: %w", w.path, err)
+		return nil, fmt.Errorf("append to %s: %w", w.path, err)
 	}
-	w.lines++
-	e.Line, e.Offset = w.lines, w.size
-	w.size += int64(n)
+	w.dirty = true
+	for i, l := range lines {
+		w.lines++
+		out[i].Line, out[i].Offset = w.lines, w.size
+		w.size += int64(len(l))
+	}
 	if sync {
-		if err := w.f.Sync(); err != nil {
+		if err := fsync(w.f); err != nil {
 			w.err = fmt.Errorf("an earlier fsync failed: %w", err)
-			return fmt.Errorf("fsync %s: %w", w.path, err)
+			return nil, fmt.Errorf("fsync %s: %w", w.path, err)
 		}
+		w.dirty = false
 	}
-	return nil
+	return out, nil
 }
 
-// Close fsyncs and closes the file. Appending after Close fails.
+// prepareEntries gives entries their ids and times and encodes them, one
+// line each; the returned entries are copies, messages included.
+func prepareEntries(entries []Entry) ([]Entry, [][]byte, error) {
+	out := make([]Entry, len(entries))
+	lines := make([][]byte, len(entries))
+	for i, e := range entries {
+		if e.ID == "" {
+			e.ID = NewID()
+		}
+		switch {
+		case e.Message != nil:
+			msg := *e.Message
+			e.Type, e.Message = EntryMessage, &msg
+		case e.Attempt != nil:
+			a := *e.Attempt
+			if a.Time.IsZero() {
+				a.Time = time.Now().UTC()
+			}
+			e.Type, e.Attempt = EntryAttempt, &a
+		case e.Compaction != nil:
+			c := *e.Compaction
+			if c.Time.IsZero() {
+				c.Time = time.Now().UTC()
+			}
+			e.Type, e.Compaction = EntryCompaction, &c
+		}
+		line, err := encodeEntry(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Message != nil && len(e.Message.TaskRecord) > 0 {
+			e.TaskRecord, _ = compactObject(e.Message.TaskRecord)
+			e.Message.TaskRecord = e.TaskRecord
+		}
+		if e.Message != nil && len(e.Message.TaskRecords) > 0 {
+			e.TaskRecords = make([]json.RawMessage, len(e.Message.TaskRecords))
+			for i, raw := range e.Message.TaskRecords {
+				e.TaskRecords[i], _ = compactObject(raw)
+			}
+			e.Message.TaskRecords = e.TaskRecords
+		}
+		out[i], lines[i] = e, line
+	}
+	return out, lines, nil
+}
+
+// Close fsyncs what was written since the last durable point, if
+// anything, and closes the file. Appending after Close fails.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return nil
 	}
-	serr := w.f.Sync()
+	var serr error
+	if w.dirty {
+		serr = fsync(w.f)
+	}
 	cerr := w.f.Close()
 	w.f = nil
 	if w.err == nil {

@@ -157,7 +157,7 @@ func checkChildID(tool, field, id string) error {
 		return bad("ids are lowercase letters, digits and -, never paths")
 	case len(id) > MaxIDLen:
 		return bad(fmt.Sprintf("it has %d characters and ids have at most %d", len(id), MaxIDLen))
-	case !idPattern.MatchString(id):
+	case !idPattern().MatchString(id):
 		return bad("ids are lowercase letters, digits and -")
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Args are the arguments of one task call. Pointer fields tell "absent"
@@ -48,7 +49,7 @@ const maxTimeoutMs = math.MaxInt64 / 1_000_000
 // characters).
 const MaxIDLen = 64
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
 
 // Error is a refused call; its text says what was wrong and how to fix it,
 // and starts with the tool's name ("task: ", "task_wait: ", …).
@@ -163,7 +164,7 @@ func CheckID(id string) error {
 		return &Error{Msg: fmt.Sprintf("resume %q is not a child session id (ids are lowercase letters, digits and -, never paths); give the id from an earlier task result", id)}
 	case len(id) > MaxIDLen:
 		return &Error{Msg: fmt.Sprintf("resume %q is not a child session id: it has %d characters and ids have at most %d; give the id from an earlier task result", id, len(id), MaxIDLen)}
-	case !idPattern.MatchString(id):
+	case !idPattern().MatchString(id):
 		return &Error{Msg: fmt.Sprintf("resume %q is not a child session id (ids are lowercase letters, digits and -); give the id from an earlier task result", id)}
 	}
 	return nil

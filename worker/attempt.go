@@ -21,7 +21,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/model/connect"
 	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
@@ -83,6 +83,10 @@ type attempt struct {
 	reserved []string
 	// budget is the run's token budget, nil when it has none.
 	budget *treeBudget
+
+	// lifetime sums the transcript's attempts, this one's start included;
+	// its end entry records the sum with this attempt's usage.
+	lifetime session.Lifetime
 
 	// acked is closed when the host acknowledges the outcome.
 	acked   chan struct{}
@@ -265,7 +269,14 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
-	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
+	heartbeat := sp.HeartbeatInterval
+	if heartbeat <= 0 {
+		heartbeat = lease.DefaultHeartbeat
+	}
+	// A new transcript is created in the lease's directory, and creating it
+	// syncs that directory: the lease's record becomes durable with it.
+	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
+		lease.Options{Heartbeat: heartbeat, DeferDirSync: sp.Create != nil})
 	if err != nil {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
@@ -282,7 +293,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			a.log.Error("Lease release failed", "err", err)
 		}
 	}()
-	l.StartHeartbeat(sp.HeartbeatInterval)
+	l.StartHeartbeat(heartbeat)
 	epoch := l.Epoch()
 	go func() {
 		select {
@@ -293,30 +304,25 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		}
 	}()
 
-	w, view, refused := a.openTranscript(l)
+	// The attempt's start entry and its prompt are written with the header
+	// of a new transcript, or with the repairs of a continued one: one
+	// durable point, one sync.
+	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}
+	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
+	w, view, refused := a.openTranscript(l, start, prompt)
 	if refused != nil {
 		refused.Epoch = epoch
 		return *refused
 	}
 	defer w.Close()
-
-	if err := w.AppendAttempt(session.AttemptEntry{Phase: "start", AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}); err != nil {
-		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch}
-	}
-	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
-	pe, err := w.AppendMessage(prompt)
-	if err != nil {
-		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err), Epoch: epoch})
-	}
 	a.event(event.Message{Message: prompt})
-	_ = view.Apply(pe)
 
 	pool, closeTools, err := a.toolPool()
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
 	defer closeTools.Close()
-	provider, err := providers.Open(sp.Binding, a.getenv)
+	provider, err := connect.Open(sp.Binding, a.getenv)
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
@@ -447,10 +453,12 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 		return out
 	}
 	u := out.Usage
+	life := a.lifetime.With(&u)
 	err := w.AppendAttempt(session.AttemptEntry{
 		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
 		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
 		FinalTextLen: len(out.Text), FinalText: out.Text, Capped: out.Capped, Health: out.Health,
+		Lifetime: &life,
 	})
 	if err != nil {
 		a.log.Error("Attempt end entry not written", "err", err)
@@ -461,25 +469,34 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	return out
 }
 
-// openTranscript creates or continues the transcript under the lease and
-// returns the writer and the model's history to seed the loop with, rebuilt
-// from the last compaction and kept in step with every entry written. A
-// non-nil outcome means the attempt is refused and nothing was written.
-func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View, *outcome) {
+// openTranscript creates or continues the transcript under the lease,
+// writes the attempt's start entry and its prompt (after the repairs of a
+// continued transcript) as one durable point, and returns the writer and
+// the model's history to seed the loop with, rebuilt from the last
+// compaction and kept in step with every entry written. A non-nil outcome
+// means the attempt is refused or could not start; a refusal wrote
+// nothing.
+func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, prompt model.Message) (*session.Writer, *session.View, *outcome) {
 	sp := a.spec
 	refuse := func(format string, args ...any) (*session.Writer, *session.View, *outcome) {
 		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
 	}
+	first := []session.Entry{{Attempt: &start}, {Message: &prompt}}
 	if sp.Create != nil {
-		w, err := session.Create(sp.Transcript, *sp.Create)
+		w, written, err := session.CreateWith(sp.Transcript, *sp.Create, first...)
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
-		return w, session.NewView(), nil
+		view := session.NewView()
+		_ = view.Apply(written[1])
+		a.lifetime = session.Lifetime{}.Started()
+		return w, view, nil
 	}
-	tr, err := session.Open(sp.Transcript)
+	// One pass over the file: the whole of it checked, the history the
+	// model sees decoded, the rest kept as call and result ids.
+	tr, err := session.ReadForResume(sp.Transcript)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse("malformed: %v", err)
 	}
 	if len(sp.ExpectHeader) > 0 {
 		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
@@ -488,9 +505,9 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
 	// byte-identical.
-	msgs := tr.Messages
+	msgs := tr.Skeleton()
 	answers := danglingAnswers(msgs, sp.Answers)
-	scan := session.ScanPairs(append(append([]model.Message(nil), msgs...), answers...))
+	scan := session.ScanPairs(append(slices.Clone(msgs), answers...))
 	if scan.State == session.Refused {
 		return refuse("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
 	}
@@ -498,11 +515,11 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View
 		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
 	}
 	if tr.Torn != nil {
-		if _, err := session.RepairTail(sp.Transcript); err != nil {
+		if _, err := tr.RepairTail(); err != nil {
 			return refuse("repair %s: %v", sp.Transcript, err)
 		}
 	}
-	w, err := session.OpenWriter(sp.Transcript)
+	w, err := tr.OpenWriter()
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -512,13 +529,18 @@ func (a *attempt) openTranscript(l *lease.Lease) (*session.Writer, *session.View
 	}
 	inCallOrder(msgs, repairs)
 	a.reserved = tr.CallIDs()
+	a.lifetime = tr.Lifetime().Started()
 	view := tr.View()
-	for _, m := range repairs {
-		e, err := w.AppendMessage(m)
-		if err != nil {
-			w.Close()
-			return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
-		}
+	batch := make([]session.Entry, 0, len(repairs)+len(first))
+	for i := range repairs {
+		batch = append(batch, session.Entry{Message: &repairs[i]})
+	}
+	written, err := w.Append(append(batch, first...)...)
+	if err != nil {
+		w.Close()
+		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
+	}
+	for _, e := range written {
 		_ = view.Apply(e)
 	}
 	if len(repairs) > 0 {

@@ -92,7 +92,7 @@ func TestOpenTranscriptRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path, h, before := transcript(t, c.msgs...)
 			a, _ := testAttempt(c.spec(h, path))
-			w, _, refused := a.openTranscript(nil)
+			w, _, refused := a.openTranscript(nil, session.AttemptEntry{Phase: session.PhaseStart, AttemptID: "a2"}, model.UserText("continue"))
 			if w != nil {
 				w.Close()
 			}
@@ -119,7 +119,7 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	hdr, _ := json.Marshal(h)
 	ans := ipc.Answer{Message: result("t2", "task", "child two's answer"), TaskRecord: json.RawMessage(`{"version":1,"childId":"kid2","status":"completed"}`)}
 	a, stream := testAttempt(ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true, Answers: []ipc.Answer{ans}})
-	w, history, refused := a.openTranscript(nil)
+	w, history, refused := a.openTranscript(nil, session.AttemptEntry{Phase: session.PhaseStart, AttemptID: "a2"}, model.UserText("continue"))
 	if refused != nil {
 		t.Fatalf("refused: %+v", refused)
 	}
@@ -132,8 +132,15 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The repairs, then the attempt's start and prompt, as one batch.
+	if n := len(tr.Messages); n != 6 || tr.Messages[5].Text() != "continue" {
+		t.Fatalf("after the repairs: %d messages, the last %+v; want the prompt after two repairs", n, tr.Messages[n-1])
+	}
+	if at := tr.Attempts(); len(at) != 1 || at[0].Phase != session.PhaseStart || at[0].AttemptID != "a2" {
+		t.Fatalf("attempt entries after the repairs: %+v, want the start of a2", at)
+	}
 	var order []string
-	for _, m := range tr.Messages[3:] {
+	for _, m := range tr.Messages[3:5] {
 		r := m.Results[0]
 		order = append(order, r.ToolCallID)
 		switch r.ToolCallID {
@@ -150,8 +157,8 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	if strings.Join(order, ",") != "t1,t2" {
 		t.Fatalf("repairs in order %v, want t1,t2", order)
 	}
-	if history.Len() != 5 {
-		t.Fatalf("history has %d messages, want 5", history.Len())
+	if history.Len() != 6 {
+		t.Fatalf("history has %d messages, want 6", history.Len())
 	}
 	if len(stream.sent) != 1 {
 		t.Fatalf("want one warning event, got %v", stream.sent)

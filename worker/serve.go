@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ const ackWait = 10 * time.Second
 // Main serves one attempt and returns, which ends the process. It is the
 // whole of the hidden `ink worker` command. It never writes to stdout or
 // stderr after the go-plugin handshake: everything goes to the log file.
+// Before it returns it ends every process its tools left behind (see
+// endDescendants); when it cannot make sure of that, it exits with status
+// exitLeftovers instead of returning, and its host sweeps its session.
 //
 // The attempt's end is a handshake, not a timer: the worker sends its
 // Outcome, the host acknowledges it, ends the stream and shuts the worker
@@ -35,23 +39,56 @@ const ackWait = 10 * time.Second
 // with an error, which also makes Serve return. Only a host that never
 // sends an attempt is given up on, after idleLimit.
 func Main() {
+	host, _ := strconv.Atoi(os.Getenv(PooledEnv))
+	pooled := host > 0
+	_ = os.Unsetenv(PooledEnv) // not for the processes it starts
+	var late *lateLog
 	logger, closeLog := openLog()
+	if pooled {
+		logger, late = openPooledLog()
+		closeLog = late.close
+	}
 	defer closeLog()
-	h := &handler{log: logger, done: make(chan struct{})}
-	go func() {
-		t := time.NewTimer(idleLimit)
-		defer t.Stop()
-		select {
-		case <-h.done:
-		case <-t.C:
+	reaper := becomeSubreaper() == nil
+	if !reaper {
+		logger.Warn("Cannot become a child subreaper; its host will sweep this worker's session")
+	}
+	h := &handler{log: logger, late: late, done: make(chan struct{})}
+	if pooled {
+		// A pooled worker waits for its attempt as long as its host lives;
+		// a closed connection ends Serve, and a host that died without
+		// closing it — even before this process ran — is seen by the
+		// re-parenting.
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go watchHost(ctx, host, func() {
 			if !h.started() {
-				logger.Warn("No attempt arrived; exiting")
+				logger.Warn("The host was lost before an attempt arrived; exiting")
 				closeLog()
 				os.Exit(0)
 			}
-		}
-	}()
+		})
+	} else {
+		go func() {
+			t := time.NewTimer(idleLimit)
+			defer t.Stop()
+			select {
+			case <-h.done:
+			case <-t.C:
+				if !h.started() {
+					logger.Warn("No attempt arrived; exiting")
+					closeLog()
+					os.Exit(0)
+				}
+			}
+		}()
+	}
 	ipc.Serve(h, logger)
+	if !reaper || !endDescendants() {
+		logger.Warn("Some process this worker started may still run; its host sweeps the session")
+		closeLog()
+		os.Exit(exitLeftovers)
+	}
 }
 
 // openLog opens the worker's JSON log file, falling back to discarding
@@ -76,6 +113,7 @@ func openLog() (*slog.Logger, func()) {
 // handler serves Attempt streams; a worker process serves exactly one.
 type handler struct {
 	log  *slog.Logger
+	late *lateLog // a pooled worker's log, opened by adopt; nil otherwise
 	mu   sync.Mutex
 	busy bool
 	done chan struct{}
@@ -112,6 +150,7 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	if err := sp.Validate(); err != nil {
 		return err
 	}
+	h.adopt(sp)
 	a := newAttempt(sp, stream, h.log)
 	a.log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
 	out := a.run(stream.Context())

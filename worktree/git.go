@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -190,7 +191,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // second try: a lock file (index.lock, config.lock, a ref's lock) held by
 // another git process, or a worktree's administrative files read while
 // another process was creating or deleting them.
-var transientGit = regexp.MustCompile(`(?i)\.lock'?: File exists|could not lock config file|unable to lock|cannot lock ref '[^']*': Unable to create|(failed to|unable to|could not) read [^\n]*worktrees/|(could not|unable to) (open|read) '[^']*worktrees/[^']*'`)
+var transientGit = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\.lock'?: File exists|could not lock config file|unable to lock|cannot lock ref '[^']*': Unable to create|(failed to|unable to|could not) read [^\n]*worktrees/|(could not|unable to) (open|read) '[^']*worktrees/[^']*'`)
+})
 
 // transient reports whether err is a git failure that is worth retrying
 // because another process held a lock or was changing worktree metadata.
@@ -199,7 +202,7 @@ func transient(err error) bool {
 	if !errors.As(err, &ge) || ge.ExitCode < 0 {
 		return false
 	}
-	return transientGit.MatchString(ge.Stderr)
+	return transientGit().MatchString(ge.Stderr)
 }
 
 // run runs a git command that may write (hooks off) in dir.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // parentDir returns the directory that holds p.
@@ -49,13 +50,13 @@ func repoHash(root string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-var slugUnsafe = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+var slugUnsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9._-]+`) })
 
 // RepoSlug names a repository's directory under $INK_HOME/worktrees: its
 // readable base name plus 8 hex digits of sha256(root), so two checkouts
 // with the same name never share a directory.
 func RepoSlug(root string) string {
-	base := slugUnsafe.ReplaceAllString(filepath.Base(root), "-")
+	base := slugUnsafe().ReplaceAllString(filepath.Base(root), "-")
 	base = strings.Trim(base, ".-")
 	if len(base) > 40 {
 		base = base[:40]
@@ -66,11 +67,11 @@ func RepoSlug(root string) string {
 	return base + "-" + repoHash(root)[:8]
 }
 
-var childIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+var childIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
 
 // checkChildID refuses an id that is not safe as a directory and branch name.
 func checkChildID(id string) error {
-	if !childIDPattern.MatchString(id) || strings.HasSuffix(id, "-") {
+	if !childIDPattern().MatchString(id) || strings.HasSuffix(id, "-") {
 		return fmt.Errorf("child id %q is not valid: use 1-64 lowercase letters, digits and dashes", id)
 	}
 	return nil

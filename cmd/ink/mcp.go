@@ -50,7 +50,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 			} else if cmd.Flags().Changed("allow-remote") || cmd.Flags().Changed("idle-timeout") {
 				return usageErr("--allow-remote and --idle-timeout go with --http; over stdio the session ends when the client closes the pipe")
 			}
-			env, err := setup(cmd.Context(), g, preflight{})
+			// A server lives long: it keeps profiles fresh and workers warm.
+			env, err := setup(cmd.Context(), g, preflight{watchProfiles: true, warmWorkers: true})
 			if err != nil {
 				return err
 			}

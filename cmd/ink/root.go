@@ -185,13 +185,13 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 	return b, checkServerAnswers(ctx, b, "--model "+g.model, g.baseURL != "")
 }
 
-// checkBinding opens b the way a worker will (contacting nothing) and
-// refuses an endpoint with credentials in it.
+// checkBinding checks b the way a worker will before it opens it
+// (contacting nothing) and refuses an endpoint with credentials in it.
 func checkBinding(b model.Binding, what string) error {
 	if b.Provider == "script" {
 		return nil
 	}
-	if _, err := providers.Open(b, os.Getenv); err != nil {
+	if _, err := providers.Check(b, os.Getenv); err != nil {
 		return usageErr("%v", err)
 	}
 	if providers.EndpointHasCredentials(b.BaseURL) {
@@ -234,16 +234,22 @@ func readPrompt(args []string, stdin io.Reader) (string, error) {
 	return p, nil
 }
 
-// profiles starts hot-reloaded agent profiles for cwd. When the file
-// watcher cannot start (the system's inotify limits), the profiles are
-// loaded once instead, with a warning that edits need a restart.
-func profiles(ctx context.Context, home, cwd string, warn func(string)) (orchestrator.Profiles, error) {
+// profiles loads the agent profiles for cwd, hot-reloaded when watch is
+// set. When the file watcher cannot start (the system's inotify limits),
+// the profiles are loaded once instead, with a warning that edits need a
+// restart.
+func profiles(ctx context.Context, home, cwd string, warn func(string), watch bool) (orchestrator.Profiles, error) {
 	trust, err := agents.LoadTrust(home)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
 	userHome, _ := os.UserHomeDir()
 	opts := agents.LoadOptions{Home: userHome, InkHome: home, ProjectRoot: agents.ProjectRoot(cwd), Trust: trust}
+	if !watch {
+		set := agents.Load(opts)
+		agents.Announce(set, home, warn)
+		return fixedProfiles{set}, nil
+	}
 	reg, err := agents.Watch(ctx, opts, nil, warn)
 	if err == nil {
 		return reg, nil

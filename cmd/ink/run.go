@@ -28,7 +28,9 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pre := preflight{}
+			// The main agent delegates only with --max-depth 1 or more.
+			delegates := g.maxDepth >= 1
+			pre := preflight{watchProfiles: delegates, warmWorkers: delegates}
 			if g.session != "" {
 				pre.check = func(_ context.Context, _ *agents.Set, cwd string, _ model.Binding) error {
 					return checkMainSession(g.session, cwd)

@@ -41,6 +41,17 @@ type preflight struct {
 	// check runs last, with the agent profiles this run will see and the
 	// binding it runs on.
 	check func(ctx context.Context, profiles *agents.Set, cwd string, b model.Binding) error
+
+	// What the run does beyond its first child, so that it pays only for
+	// what it will use. watchProfiles: something of this run can still
+	// start a child after its first one is planned — a main agent that may
+	// delegate, a child that may have children of its own — and so can use
+	// an edit of an agent profile (hot reload); a watcher costs its process
+	// about 10 ms to tear down. warmWorkers: children start while the run
+	// goes on, so workers kept started ahead of them (a warm pool) spare
+	// each one a process start.
+	watchProfiles bool
+	warmWorkers   bool
 }
 
 // setup checks every input of a run and then builds the orchestrator from
@@ -100,7 +111,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	}
 	relay := &warnRelay{}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	reg, err := profiles(watchCtx, home, cwd, relay.warn)
+	reg, err := profiles(watchCtx, home, cwd, relay.warn, pre.watchProfiles)
 	if err != nil {
 		stopWatch()
 		return nil, err
@@ -132,6 +143,9 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 		Command: selfCommand(),
 	}
+	if pre.warmWorkers {
+		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers
+	}
 	cfg.Profiles = reg
 	cfg.Sink = sink
 	orc, err := orchestrator.New(cfg)
@@ -144,7 +158,13 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if g.verbose {
 		display.Note(fmt.Sprintf("logs: %s (this process) and %s (one per agent session)", filepath.Join(home, "logs", "ink.log"), filepath.Join(home, "logs", "<session>.log")))
 	}
-	return &runEnv{orc: orc, display: display, stdoutGone: gone, close: func() { stopWatch(); closeLog() }, home: home, profiles: reg, log: log}, nil
+	stopProfiles := func() {
+		if r, ok := reg.(*agents.Registry); ok {
+			r.Stop() // without waiting for the watcher's teardown
+		}
+		stopWatch()
+	}
+	return &runEnv{orc: orc, display: display, stdoutGone: gone, close: func() { orc.Close(); stopProfiles(); closeLog() }, home: home, profiles: reg, log: log}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

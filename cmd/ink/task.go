@@ -65,7 +65,9 @@ func newTaskCmd(g *globals) *cobra.Command {
 			if parent != "" && targs.Resume == nil {
 				return usageErr("--parent names the session that owns the child to resume; it goes with --resume ID")
 			}
-			pre := preflight{check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
+			// The child delegates in turn only with --max-depth 2 or more;
+			// a one-shot task starts no worker ahead.
+			pre := preflight{watchProfiles: g.maxDepth >= 2, check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
 				return checkTaskInput(ctx, set, cwd, b, targs)
 			}}
 			if targs.Resume != nil {
@@ -183,7 +185,7 @@ func checkProfileModel(set *agents.Set, p agents.Profile, parent model.Binding) 
 		}
 		return checkScript(fmt.Sprintf("--agent: agent %q: model %s", p.Name, p.Model), path)
 	}
-	if _, err := providers.Open(providers.Resolve(b, os.Getenv), os.Getenv); err != nil {
+	if _, err := providers.Check(providers.Resolve(b, os.Getenv), os.Getenv); err != nil {
 		return usageErr("--agent: agent %q: %v; or change the model: line of %s", p.Name, err, p.Source)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/anthropic"
-	"github.com/inkdev/ink/model/providers"
+	"github.com/inkdev/ink/model/connect"
 )
 
 const testModel = "claude-sonnet-4-5-20250929"
@@ -57,7 +57,7 @@ func newProvider(f *fakeAPI) *anthropic.Provider {
 func openProvider(t *testing.T, f *fakeAPI) model.Provider {
 	t.Helper()
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test"}
-	p, err := providers.Open(model.Binding{Provider: "anthropic", Model: testModel, BaseURL: f.URL}, func(k string) string { return env[k] })
+	p, err := connect.Open(model.Binding{Provider: "anthropic", Model: testModel, BaseURL: f.URL}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

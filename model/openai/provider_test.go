@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/model/connect"
 	"github.com/inkdev/ink/model/openai"
-	"github.com/inkdev/ink/model/providers"
 )
 
 // recorder collects deltas; safe for use from the provider's goroutine.
@@ -54,7 +54,7 @@ func newProvider(f *fakeAPI) *openai.Provider {
 // openProvider opens a binding the way ink does, retry policy included.
 func openProvider(t *testing.T, f *fakeAPI, provider, modelID string, env map[string]string) model.Provider {
 	t.Helper()
-	p, err := providers.Open(model.Binding{Provider: provider, Model: modelID, BaseURL: f.URL + "/v1"}, func(k string) string { return env[k] })
+	p, err := connect.Open(model.Binding{Provider: provider, Model: modelID, BaseURL: f.URL + "/v1"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

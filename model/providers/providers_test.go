@@ -2,13 +2,11 @@ package providers_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,7 +98,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestOpen(t *testing.T) {
+// TestCheck: a binding is checked against the table without a client:
+// what is missing or wrong is an error naming what to fix.
+func TestCheck(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name    string
@@ -120,8 +120,7 @@ func TestOpen(t *testing.T) {
 		{"bad endpoint", model.Binding{Provider: "openai", Model: "m", BaseURL: "localhost:8080"}, nil, `endpoint "localhost:8080" is not an http(s) URL`},
 		{"unknown provider", model.Binding{Provider: "gemini", Model: "m"}, nil, `unknown provider "gemini"`},
 		{"missing model", model.Binding{Provider: "ollama"}, nil, "missing model name"},
-		{"script", model.Binding{Provider: "script", Model: "testdata/hello.yaml"}, nil, ""},
-		{"script missing", model.Binding{Provider: "script", Model: "testdata/nope.yaml"}, nil, "nope.yaml"},
+		{"script is read when opened", model.Binding{Provider: "script", Model: "testdata/nope.yaml"}, nil, ""},
 		{"stall limits", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_STREAM_IDLE_TIMEOUT": "90s", "INK_RESPONSE_HEADER_TIMEOUT": "off"}, ""},
 		{"bad stall limit", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_STREAM_IDLE_TIMEOUT": "soon"}, "model ollama/m: INK_STREAM_IDLE_TIMEOUT=soon is not a duration: give one such as 90s or 5m, or off to wait for ever"},
 		{"negative stall limit", model.Binding{Provider: "ollama", Model: "m"}, map[string]string{"INK_RESPONSE_HEADER_TIMEOUT": "-5s"}, "INK_RESPONSE_HEADER_TIMEOUT=-5s is not a duration"},
@@ -129,29 +128,37 @@ func TestOpen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := providers.Open(tc.b, envOf(tc.env))
+			st, err := providers.Check(tc.b, envOf(tc.env))
 			if tc.wantErr == "" {
-				if err != nil || p == nil {
-					t.Fatalf("Open = %v, %v", p, err)
+				if err != nil || st.Provider != tc.b.Provider || st.Model != tc.b.Model {
+					t.Fatalf("Check = %+v, %v", st, err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Open error = %v, want it to contain %q", err, tc.wantErr)
+				t.Fatalf("Check error = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
 	}
 }
 
-func TestOpenScriptAnswers(t *testing.T) {
+// TestCheckSettings: the settings of a checked binding carry its key and
+// endpoint, and the OpenAI flags follow the server.
+func TestCheckSettings(t *testing.T) {
 	t.Parallel()
-	p, err := providers.Open(model.Binding{Provider: "script", Model: "testdata/hello.yaml"}, envOf(nil))
+	st, err := providers.Check(model.Binding{Provider: "openai", Model: "gpt-5.4"}, envOf(map[string]string{"OPENAI_API_KEY": "k", "INK_STREAM_IDLE_TIMEOUT": "90s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := p.Stream(context.Background(), model.Request{Messages: []model.Message{model.UserText("hi")}, Turn: 1}, nil)
-	if err != nil || msg.Text() != "hello from the script" {
-		t.Errorf("script reply = %q, %v", msg.Text(), err)
+	if st.APIKey != "k" || st.KeyVar != "OPENAI_API_KEY" || st.BaseURL != providers.OpenAIBaseURL || st.LegacyMaxTokens || !st.ReasoningEffort || st.StreamIdleTimeout != 90*time.Second {
+		t.Fatalf("OpenAI settings %+v", st)
+	}
+	st, err = providers.Check(model.Binding{Provider: "ollama", Model: "llama3.2"}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.APIKey != "" || st.KeyVar != "" || st.BaseURL != "http://127.0.0.1:11434/v1" || !st.LegacyMaxTokens || st.ReasoningEffort {
+		t.Fatalf("Ollama settings %+v", st)
 	}
 }
 
@@ -259,7 +266,7 @@ func TestEnvVarsCoverEveryVariableRead(t *testing.T) {
 		}
 		b := model.Binding{Provider: p, Model: "m"}
 		providers.Resolve(b, record)
-		providers.Open(b, record)
+		providers.Check(b, record)
 	}
 	providers.Status(context.Background(), func(k string) string {
 		read[k] = true
@@ -298,47 +305,5 @@ func TestStatusProbesVLLMWithItsKey(t *testing.T) {
 		if !s.Configured || !strings.Contains(s.How, "Qwen/Qwen3-8B") || !strings.Contains(s.How, "VLLM_API_KEY is set") || strings.Contains(s.How, "vk") {
 			t.Errorf("vllm status = %+v", s)
 		}
-	}
-}
-
-// TestOpenAppliesTheStallLimits: a provider opened with
-// INK_RESPONSE_HEADER_TIMEOUT set gives up on a server that does not
-// answer within it, says so in a retry notice, and gets the answer on the
-// retry.
-func TestOpenAppliesTheStallLimits(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body) // so that the server notices when the client goes away
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n == 1 {
-			<-r.Context().Done() // the first request never gets an answer
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	p, err := providers.Open(model.Binding{Provider: "vllm", Model: "m", BaseURL: srv.URL + "/v1"}, envOf(map[string]string{"INK_RESPONSE_HEADER_TIMEOUT": "150ms"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var retries []string
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	msg, err := p.Stream(ctx, model.Request{Messages: []model.Message{model.UserText("hi")}}, func(d model.Delta) {
-		if d.Type == "retry" {
-			retries = append(retries, d.Text)
-		}
-	})
-	if err != nil || msg.Text() != "hello" {
-		t.Fatalf("Stream = %q, %v", msg.Text(), err)
-	}
-	if len(retries) != 1 || !strings.HasPrefix(retries[0], "vllm: no response headers for 150ms; retrying in ") {
-		t.Errorf("retry notices %q", retries)
 	}
 }

@@ -1,14 +1,13 @@
-// Command report runs ink's benchmarks (DESIGN.md §12) and writes
-// docs/benchmarks.md: every figure beside its floor measured in the same
-// run, as a ratio, with the machine, the date and the load it ran under.
+// Command report runs ink's benchmarks and writes docs/benchmarks.md:
+// every figure beside its floor measured in the same loop, as a ratio,
+// against its target, with the machine, the date and the load it ran
+// under.
 //
 //	go run ./bench/cmd/report            # or: make bench
 //	go run ./bench/cmd/report -raw FILE  # render saved `go test -bench` output
 //
-// It runs, one `go test` at a time: the end-to-end benchmarks of package
-// bench (worker spawn, task round trip, fan-out, resume), and the lease and
-// worktree benchmarks that live beside their packages. A failing benchmark
-// stops it before anything is written.
+// It runs the benchmarks of package bench one `go test` at a time. A
+// failing benchmark stops it before anything is written.
 package main
 
 import (
@@ -32,14 +31,17 @@ type run struct {
 
 // runs are the invocations, in order. Each iteration of an end-to-end
 // benchmark takes from a fraction of a second to several seconds, so they
-// run a fixed count; the micro-benchmarks run for a fixed time.
+// run a fixed count.
 var runs = []run{
+	{"./bench", "^BenchmarkTask$", "20x"},
+	{"./bench", "^BenchmarkWarmChild$", "6x"},
 	{"./bench", "^BenchmarkSpawn$", "20x"},
-	{"./bench", "^BenchmarkTaskRoundTrip$", "20x"},
 	{"./bench", "^BenchmarkFanOut$", "3x"},
-	{"./bench", "^BenchmarkResume$", "3x"},
-	{"./lease", "^(BenchmarkAcquireRelease|BenchmarkContention8)$", "2s"},
-	{"./worktree", "^BenchmarkWorktree$", "10x"},
+	{"./bench", "^BenchmarkMaxParallel$", "3x"},
+	{"./bench", "^BenchmarkResumeRead$", "5x"},
+	{"./bench", "^BenchmarkResume$", "5x"},
+	{"./bench", "^BenchmarkLease$", "50x"},
+	{"./bench", "^BenchmarkWorktree$", "3x"},
 }
 
 func main() {

@@ -1,9 +1,12 @@
-// Package providers opens a model.Provider for a binding: it owns the table
-// of providers ink knows (anthropic, openai and the OpenAI-compatible
-// presets deepseek, ollama, vllm, openrouter, and script), where each one
-// takes its key and endpoint from, the default model when --model is
-// absent, the provider status shown by `ink doctor`, the stall limits
-// (StallTimeouts) and the retry policy every real provider runs under.
+// Package providers is the table of the model providers ink knows
+// (anthropic, openai and the OpenAI-compatible presets deepseek, ollama,
+// vllm, openrouter, and script): where each one takes its key and
+// endpoint from, how a binding is checked against them (Check), the
+// default model when --model is absent, the provider status shown by `ink
+// doctor`, the stall limits (StallTimeouts) and the retry policy every
+// real provider runs under. It links no provider SDK: the supervisor
+// checks bindings and hands out keys with it, and only a worker, which
+// talks to models, opens providers (package connect).
 //
 // Everything here reads the environment only through the env function the
 // caller passes, so a worker sees exactly the variables it was given.
@@ -17,9 +20,15 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/anthropic"
-	"github.com/inkdev/ink/model/openai"
-	"github.com/inkdev/ink/model/script"
+)
+
+// The public endpoints of the two SDK providers, and Anthropic's key.
+const (
+	anthropicKeyVar = "ANTHROPIC_API_KEY"
+	// AnthropicBaseURL is Anthropic's API root (without /v1).
+	AnthropicBaseURL = "https://api.anthropic.com"
+	// OpenAIBaseURL is OpenAI's endpoint, /v1 included.
+	OpenAIBaseURL = "https://api.openai.com/v1"
 )
 
 // preset says where a provider takes its key and endpoint from.
@@ -41,9 +50,9 @@ type preset struct {
 
 // presets lists the providers in the order Default tries them.
 var presets = []preset{
-	{name: "anthropic", keyVar: anthropic.KeyVar, baseVar: "ANTHROPIC_BASE_URL", defaultBase: anthropic.DefaultBaseURL,
+	{name: "anthropic", keyVar: anthropicKeyVar, baseVar: "ANTHROPIC_BASE_URL", defaultBase: AnthropicBaseURL,
 		defaultModel: "claude-sonnet-4-6", signup: "https://console.anthropic.com"},
-	{name: "openai", keyVar: "OPENAI_API_KEY", baseVar: "OPENAI_BASE_URL", defaultBase: openai.DefaultBaseURL,
+	{name: "openai", keyVar: "OPENAI_API_KEY", baseVar: "OPENAI_BASE_URL", defaultBase: OpenAIBaseURL,
 		defaultModel: "gpt-5.4", signup: "https://platform.openai.com/api-keys"},
 	{name: "deepseek", keyVar: "DEEPSEEK_API_KEY", baseVar: "DEEPSEEK_BASE_URL", defaultBase: "https://api.deepseek.com",
 		defaultModel: "deepseek-chat", signup: "https://platform.deepseek.com"},
@@ -180,60 +189,71 @@ func isDefaultEndpoint(p preset, base string) bool {
 	return strings.TrimRight(base, "/") == strings.TrimRight(p.defaultBase, "/")
 }
 
-// Open returns the provider for b, ready for concurrent use. "script" loads
-// the script file b.Model; every other provider is built from its key and
-// endpoint in env (nil = the process environment), guarded against stalls
-// (StallTimeouts: a request with no response headers, or a stream with no
-// byte, for 60 s is a transient error) and wrapped in the default retry
-// policy. A missing key, or a stall limit that is not a duration, is an
-// error naming the variable to set. Nothing is contacted until the first
-// Stream.
-func Open(b model.Binding, env func(string) string) (model.Provider, error) {
+// Settings are what an adapter needs to reach the provider of a checked
+// binding. They hold the key: keep them in memory only.
+type Settings struct {
+	// Provider is the provider's name ("anthropic", "openai", "ollama", …).
+	Provider string
+	// Model is the binding's model name.
+	Model string
+	// APIKey is the key to send; "" for servers that take none.
+	APIKey string
+	// KeyVar is the variable the key comes from, named when the provider
+	// rejects it; "" for servers without keys.
+	KeyVar string
+	// BaseURL is the endpoint requests go to, without a trailing slash.
+	BaseURL string
+	// ResponseHeaderTimeout and StreamIdleTimeout are the stall limits
+	// (StallTimeouts).
+	ResponseHeaderTimeout, StreamIdleTimeout time.Duration
+	// LegacyMaxTokens: the server knows max_tokens, not OpenAI's
+	// max_completion_tokens (every OpenAI-compatible server but OpenAI's
+	// own).
+	LegacyMaxTokens bool
+	// ReasoningEffort: the server takes reasoning_effort (OpenAI's own).
+	ReasoningEffort bool
+}
+
+// Check checks binding b against the provider table and env (nil = the
+// process environment) without building a client or contacting anything,
+// and returns what an adapter needs to reach it. An unknown provider, a
+// missing model name, an endpoint that is not an http(s) URL, a missing key
+// for a public endpoint, or a stall limit that is not a duration, is an
+// error naming what to set or fix. A script binding is not checked here:
+// its file is read when it is opened.
+func Check(b model.Binding, env func(string) string) (Settings, error) {
 	env = envOrOS(env)
 	if b.Provider == "script" {
-		s, err := script.Load(b.Model)
-		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", b, err)
-		}
-		return s, nil
+		return Settings{Provider: "script", Model: b.Model}, nil
 	}
 	p, ok := lookupPreset(b.Provider)
 	if !ok {
-		return nil, fmt.Errorf("model %s: unknown provider %q; use one of %s, or script:PATH", b, b.Provider, strings.Join(model.KnownProviders[:len(model.KnownProviders)-1], ", "))
+		return Settings{}, fmt.Errorf("model %s: unknown provider %q; use one of %s, or script:PATH", b, b.Provider, strings.Join(model.KnownProviders[:len(model.KnownProviders)-1], ", "))
 	}
 	if strings.TrimSpace(b.Model) == "" {
-		return nil, fmt.Errorf("model %s: missing model name after %q", b, b.Provider+"/")
+		return Settings{}, fmt.Errorf("model %s: missing model name after %q", b, b.Provider+"/")
 	}
 	base := endpoint(p, b.BaseURL, env)
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("model %s: endpoint %q is not an http(s) URL; fix --base-url or %s", b, base, baseSource(p))
+		return Settings{}, fmt.Errorf("model %s: endpoint %q is not an http(s) URL; fix --base-url or %s", b, base, baseSource(p))
 	}
 	key := ""
 	if p.keyVar != "" {
 		key = env(p.keyVar)
 	}
 	if key == "" && p.keyVar != "" && !p.keyOptional && isDefaultEndpoint(p, base) {
-		return nil, fmt.Errorf("model %s: %s is not set: export %s=<your key> (get one at %s), or choose another model with --model", b, p.keyVar, p.keyVar, p.signup)
+		return Settings{}, fmt.Errorf("model %s: %s is not set: export %s=<your key> (get one at %s), or choose another model with --model", b, p.keyVar, p.keyVar, p.signup)
 	}
 	header, idle, err := StallTimeouts(env)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", b, err)
+		return Settings{}, fmt.Errorf("model %s: %w", b, err)
 	}
-	var inner model.Provider
-	switch p.name {
-	case "anthropic":
-		inner = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: b.Model, ResponseHeaderTimeout: header, StreamIdleTimeout: idle})
-	default:
-		inner = openai.New(openai.Config{
-			Name: p.name, APIKey: key, KeyVar: p.keyVar, BaseURL: base, Model: b.Model,
-			ResponseHeaderTimeout: header, StreamIdleTimeout: idle,
-			// Compatible servers know max_tokens; only OpenAI itself wants
-			// max_completion_tokens.
-			LegacyMaxTokens: p.name != "openai" || !isDefaultEndpoint(p, base),
-			ReasoningEffort: p.name == "openai",
-		})
-	}
-	return Retrying(p.name, inner, DefaultRetryPolicy()), nil
+	return Settings{
+		Provider: p.name, Model: b.Model, APIKey: key, KeyVar: p.keyVar, BaseURL: base,
+		ResponseHeaderTimeout: header, StreamIdleTimeout: idle,
+		LegacyMaxTokens: p.name != "openai" || !isDefaultEndpoint(p, base),
+		ReasoningEffort: p.name == "openai",
+	}, nil
 }
 
 // baseSource names where p's endpoint can be set.

@@ -1,0 +1,73 @@
+package lease
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestAcquireWithHeartbeat: the interval given at acquisition is in the
+// first record, so Probe judges the lease by it at once, and a heartbeat
+// started with that interval writes nothing until its first tick.
+func TestAcquireWithHeartbeat(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	l, err := AcquireWith(path, Owner{AttemptID: "att-1"}, Options{Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	m := mustReadMeta(t, path)
+	if m.HeartbeatInterval() != time.Hour || m.Epoch != 1 {
+		t.Fatalf("acquisition record: interval %s epoch %d, want 1h and 1", m.HeartbeatInterval(), m.Epoch)
+	}
+	before, err := os.ReadFile(MetaPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.StartHeartbeat(time.Hour)
+	after, err := os.ReadFile(MetaPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Fatalf("StartHeartbeat rewrote a record that already held its interval:\n%s\n%s", before, after)
+	}
+	st, err := Probe(path)
+	if err != nil || st.State != Held {
+		t.Fatalf("Probe = %+v, %v; want held", st, err)
+	}
+	// Another interval than the recorded one is written at once.
+	l2, err := AcquireWith(transcriptPath(t), Owner{AttemptID: "att-2"}, Options{Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release()
+	l2.StartHeartbeat(time.Minute)
+	if m := mustReadMeta(t, l2.Path()); m.HeartbeatInterval() != time.Minute {
+		t.Fatalf("interval on disk after StartHeartbeat(1m): %s", m.HeartbeatInterval())
+	}
+}
+
+// TestAcquireDeferDirSync: a lease whose directory sync is left to the
+// holder is a lease like any other: the record is published with the next
+// epoch, and a second holder is refused.
+func TestAcquireDeferDirSync(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	first := mustAcquire(t, path, Owner{AttemptID: "att-1"})
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireWith(path, Owner{AttemptID: "att-2"}, Options{DeferDirSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if m := mustReadMeta(t, path); m.Epoch != 2 || m.AttemptID != "att-2" {
+		t.Fatalf("record after a deferred-sync acquire: %+v", m)
+	}
+	if _, err := Acquire(path, Owner{AttemptID: "att-3"}); err == nil {
+		t.Fatal("a second holder got a lease whose directory sync was deferred")
+	}
+}

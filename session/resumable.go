@@ -1,0 +1,393 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/inkdev/ink/model"
+)
+
+// Resumable is a transcript read for continuing it, in one pass over the
+// file that keeps only what a resume needs: the header; every message's
+// skeleton (its role and the ids and names of its tool calls and results),
+// for the call/result check and the ids a continued run must not reuse;
+// the attempts' summary; and the history the model sees — from the last
+// compaction on — decoded in full. Its memory grows with that history and
+// with the number of messages, not with the size of their contents. It is
+// a snapshot: later appends are not seen. It is not safe for concurrent
+// use.
+type Resumable struct {
+	Path   string
+	Header Header
+	// Size is the size of the file as read (as repaired, after RepairTail).
+	Size int64
+	// Torn describes the final line as Transcript.Torn does; nil when the
+	// file ends cleanly (or after RepairTail).
+	Torn *TornTail
+
+	skeleton []model.Message
+	view     *View
+	attempts Lifetime
+	lastEnd  *AttemptEntry
+	// lines counts the newlines of the file up to Size, a torn final
+	// line's excluded.
+	lines int
+}
+
+// Lifetime sums every attempt recorded in a transcript.
+type Lifetime struct {
+	// Attempts counts the attempts that started.
+	Attempts int `json:"attempts"`
+	// Usage sums the usage of every attempt that recorded its end; it is
+	// Incomplete when an attempt ended without usage or did not record its
+	// end.
+	Usage model.Usage `json:"usage"`
+	// ended counts the end entries.
+	ended int
+}
+
+// add counts one attempt entry.
+func (l *Lifetime) add(a AttemptEntry) {
+	switch a.Phase {
+	case PhaseStart:
+		l.Attempts++
+	case PhaseEnd:
+		l.ended++
+		if a.Usage == nil {
+			l.Usage.Incomplete = true
+		} else {
+			l.Usage = l.Usage.Add(*a.Usage)
+		}
+	}
+}
+
+// Total is the lifetime as a reader reports it: incomplete when fewer
+// attempts ended than started.
+func (l Lifetime) Total() Lifetime {
+	if l.ended < l.Attempts {
+		l.Usage.Incomplete = true
+	}
+	return l
+}
+
+// Started returns the lifetime once one more attempt has started.
+func (l Lifetime) Started() Lifetime {
+	l.Attempts++
+	return l
+}
+
+// With returns the lifetime once an attempt that ended with usage u (nil:
+// unknown) is added to it; the attempt's start must already be counted.
+func (l Lifetime) With(u *model.Usage) Lifetime {
+	l.add(AttemptEntry{Phase: PhaseEnd, Usage: u})
+	return l.Total()
+}
+
+// ReadForResume reads the transcript at path in one pass, with the checks
+// of Open: a torn or invalid final line is left out and described in Torn;
+// an invalid line anywhere before it, or a compaction whose retained tail
+// does not start at a message the model saw, is an error naming the file
+// and line; symlinks, directories, empty files and files without a valid
+// header are refused. Message lines outside the model's history are
+// checked and skimmed rather than decoded (see skim.go), which is what
+// makes a long transcript quick to continue.
+func ReadForResume(path string) (*Resumable, error) {
+	f, fi, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("open transcript: %w", err)
+	}
+	defer f.Close()
+	size := fi.Size()
+	if size == 0 {
+		return nil, fmt.Errorf("%s: empty transcript: the file has no header line; it was cut while being created (delete it or start a new session)", path)
+	}
+	r := &Resumable{Path: path, Size: size}
+	var seg historySegment
+	lr := newLineReader(io.LimitReader(f, size))
+	for {
+		line, offset, lineNo, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+		}
+		terminated := len(line) > 0 && line[len(line)-1] == '\n'
+		last := offset+int64(len(line)) == size
+		if lineNo == 1 {
+			h, err := parseHeader(line)
+			if err != nil {
+				if errors.Is(err, ErrInvalidLaunch) {
+					return nil, fmt.Errorf("%s:1: %w", path, err)
+				}
+				return nil, fmt.Errorf("%s:1: %v; this is not an ink transcript or its first line is damaged", path, err)
+			}
+			r.Header = h
+			if terminated {
+				r.lines++
+			} else {
+				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the header line lacks its newline", NeedsNewline: true}
+			}
+			continue
+		}
+		e, skel, err := readEntryLine(line)
+		if err != nil {
+			if last {
+				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: tornReason(err, terminated)}
+				break
+			}
+			return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
+		}
+		switch {
+		case skel != nil:
+			r.skeleton = append(r.skeleton, *skel)
+			seg.message(e.ID, skel.Role, offset, len(line))
+		case e.Attempt != nil:
+			r.attempts.add(*e.Attempt)
+			if e.Attempt.Phase == PhaseEnd {
+				a := *e.Attempt
+				r.lastEnd = &a
+			}
+		case e.Compaction != nil:
+			if err := seg.compaction(e, offset+int64(len(line))); err != nil {
+				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged, so ink will not guess what the model saw (start a new session)", path, lineNo, err)
+			}
+		}
+		if terminated {
+			r.lines++
+		} else {
+			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
+		}
+	}
+	if r.view, err = seg.decode(f, path); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// readEntryLine checks one entry line after the header. A message comes
+// back as its skeleton (and e holds only its id); other entries decoded.
+func readEntryLine(line []byte) (e Entry, skel *model.Message, err error) {
+	if bytes.HasPrefix(line, messagePrefix) {
+		if s, err := skimMessageLine(line); err == nil {
+			return Entry{Type: EntryMessage, ID: s.id}, &s.msg, nil
+		}
+	}
+	e, err = decodeEntry(line)
+	if err != nil {
+		return Entry{}, nil, err
+	}
+	if e.Message != nil {
+		sk := skeletonOf(*e.Message)
+		return Entry{Type: EntryMessage, ID: e.ID}, &sk, nil
+	}
+	return e, nil, nil
+}
+
+// skeletonOf keeps the role and the ids and names of m's tool calls and
+// results.
+func skeletonOf(m model.Message) model.Message {
+	out := model.Message{Role: m.Role}
+	for _, c := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name})
+	}
+	for _, r := range m.Results {
+		out.Results = append(out.Results, model.ToolResult{ToolCallID: r.ToolCallID, ToolName: r.ToolName})
+	}
+	return out
+}
+
+// historySegment follows, while a transcript is read, where the history the
+// model sees begins (View.Apply's rules, by file offset): every message
+// line from start on, after the last compaction's summary.
+type historySegment struct {
+	msgs    []segmentMessage // the messages of the current history
+	summary *string          // the last compaction's summary
+}
+
+type segmentMessage struct {
+	id     string
+	role   model.Role
+	offset int64
+	length int
+}
+
+func (s *historySegment) message(id string, role model.Role, offset int64, length int) {
+	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length})
+}
+
+// compaction applies compaction entry e, whose line ends at end.
+func (s *historySegment) compaction(e Entry, end int64) error {
+	c := e.Compaction
+	from := len(s.msgs)
+	if id := c.FirstKept; id != "" {
+		from = slices.IndexFunc(s.msgs, func(m segmentMessage) bool { return m.id == id })
+		if from < 0 {
+			return fmt.Errorf("compaction %s keeps the history from entry %s, which is not a message the model saw", e.ID, id)
+		}
+		if r := s.msgs[from].role; r != model.RoleUser && r != model.RoleAssistant {
+			return fmt.Errorf("compaction %s keeps the history from entry %s, a %s message; a retained tail starts at a user or assistant message", e.ID, id, r)
+		}
+	}
+	s.msgs = slices.Clone(s.msgs[from:])
+	summary := c.Summary
+	s.summary = &summary
+	return nil
+}
+
+// decodeChunk bounds how much of the history decode reads at once.
+const decodeChunk = 4 << 20
+
+// decode reads the messages of the history from f, a few MiB at a time,
+// and builds the View.
+func (s *historySegment) decode(f *os.File, path string) (*View, error) {
+	v := &View{}
+	if s.summary != nil {
+		v.msgs = append(v.msgs, model.SummaryMessage(*s.summary))
+		v.ids = append(v.ids, "")
+	}
+	var buf []byte
+	for i := 0; i < len(s.msgs); {
+		// Read whole message lines from i on, up to a chunk (at least one).
+		start := s.msgs[i].offset
+		j := i + 1
+		for j < len(s.msgs) && s.msgs[j].offset+int64(s.msgs[j].length)-start <= decodeChunk {
+			j++
+		}
+		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
+		buf = slices.Grow(buf[:0], n)[:n]
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+		}
+		for ; i < j; i++ {
+			m := s.msgs[i]
+			e, err := decodeEntry(buf[m.offset-start : m.offset-start+int64(m.length)])
+			if err != nil || e.Message == nil {
+				return nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
+			}
+			v.msgs = append(v.msgs, *e.Message)
+			v.ids = append(v.ids, e.ID)
+		}
+	}
+	return v, nil
+}
+
+// Skeleton returns every message of the transcript in order, each with
+// only its role and its tool calls' and results' ids and names: enough for
+// ScanPairs and to find the calls a crash left without results.
+func (r *Resumable) Skeleton() []model.Message { return r.skeleton }
+
+// CallIDs returns the id of every tool call in the transcript, compacted
+// parts included, so that a continued run never reuses one.
+func (r *Resumable) CallIDs() []string {
+	var out []string
+	for _, m := range r.skeleton {
+		for _, c := range m.ToolCalls {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// View returns the model's history with the entry id of each message
+// (Transcript.View); the caller owns it and applies later entries to it.
+func (r *Resumable) View() *View {
+	return &View{msgs: slices.Clone(r.view.msgs), ids: slices.Clone(r.view.ids)}
+}
+
+// Lifetime sums the attempts recorded in the transcript (Total not yet
+// applied: the attempt that continues it adds its own end).
+func (r *Resumable) Lifetime() Lifetime { return r.attempts }
+
+// LastAttemptEnd returns the last attempt end entry, if there is one.
+func (r *Resumable) LastAttemptEnd() (AttemptEntry, bool) {
+	if r.lastEnd == nil {
+		return AttemptEntry{}, false
+	}
+	return *r.lastEnd, true
+}
+
+// RepairTail repairs the torn tail the read found (see RepairTail) and
+// brings Size and Torn up to date. The caller must hold the lease.
+func (r *Resumable) RepairTail() (TailRepair, error) {
+	rep, err := RepairTail(r.Path)
+	if err != nil {
+		return rep, err
+	}
+	switch rep.Action {
+	case RepairTruncated:
+		r.Size = rep.Offset // the cut line was never counted
+	case RepairTerminated:
+		r.Size++
+		r.lines++
+	}
+	r.Torn = nil
+	return rep, nil
+}
+
+// OpenWriter opens the transcript for appending after the entries read,
+// without reading it again. It refuses when the file is not as it was read
+// (its size changed, or it does not end in "\n": repair its tail first).
+// The caller must hold the lease and close the Writer.
+func (r *Resumable) OpenWriter() (*Writer, error) {
+	f, fi, err := openRegular(r.Path, os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, fmt.Errorf("open transcript for append: %w", err)
+	}
+	fail := func(format string, a ...any) (*Writer, error) {
+		f.Close()
+		return nil, fmt.Errorf("open transcript for append: %s: "+format, append([]any{r.Path}, a...)...)
+	}
+	if fi.Size() != r.Size {
+		return fail("its size changed since it was read (%d bytes, now %d); read it again", r.Size, fi.Size())
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], r.Size-1); err != nil {
+		return fail("%v", err)
+	}
+	if last[0] != '\n' {
+		return fail("it ends in a partial line; repair its tail before appending")
+	}
+	return &Writer{f: f, path: r.Path, header: r.Header, lines: r.lines, size: r.Size}, nil
+}
+
+// lineReader yields the lines of a reader with their offsets and numbers,
+// "\n" included; a line longer than its buffer is gathered in a scratch
+// buffer. A returned line is valid until the next call.
+type lineReader struct {
+	r       *bufio.Reader
+	offset  int64
+	lineNo  int
+	scratch []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 4<<20)}
+}
+
+func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {
+	frag, err := l.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.scratch = append(l.scratch[:0], frag...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			frag, err = l.r.ReadSlice('\n')
+			l.scratch = append(l.scratch, frag...)
+		}
+		frag = l.scratch
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, 0, err
+	}
+	if len(frag) == 0 {
+		return nil, 0, 0, io.EOF
+	}
+	l.lineNo++
+	offset = l.offset
+	l.offset += int64(len(frag))
+	return frag, offset, l.lineNo, nil
+}
