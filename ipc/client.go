@@ -66,6 +66,8 @@ type Client struct {
 	pluginDir string
 
 	killOnce sync.Once
+	// hostLog is go-plugin's logger for this worker.
+	hostLog *slogHCLog
 }
 
 // Start launches the worker described by cfg in its own session, completes
@@ -99,9 +101,9 @@ func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		pruneStaleSocketDirs(base.dir)
 	}
 
-	c := &Client{socket: base}
-	workerCmd := cfg.Cmd
 	hostLog := newSlogHCLog(logger)
+	c := &Client{socket: base, hostLog: hostLog}
+	workerCmd := cfg.Cmd
 	c.plugin = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  handshakeConfig(),
 		VersionedPlugins: pluginSets(ProtocolVersion, &workerPlugin{}),
@@ -159,6 +161,7 @@ func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	select {
 	case d = <-ready:
 	case <-ctx.Done():
+		c.hostLog.endOnPurpose()
 		c.killProcessGroup()
 		<-ready
 		c.Kill()
@@ -354,8 +357,11 @@ func (c *Client) Done() <-chan struct{} {
 
 // KillNow SIGKILLs the worker's process group and every other group of its
 // session at once, without asking it to shut down, then cleans up as Kill
-// does. It blocks until the worker is gone.
+// does. It blocks until the worker is gone. The host decided this end, so
+// go-plugin's warnings about it are logged at debug level; the caller logs
+// why, if there is a reason worth a warning.
 func (c *Client) KillNow() {
+	c.hostLog.endOnPurpose()
 	c.killProcessGroup()
 	c.Kill()
 }

@@ -27,6 +27,12 @@ type slogHCLog struct {
 	// level is an extra floor set through SetLevel, shared with loggers
 	// derived by With and Named as hclog's own loggers do.
 	level *atomic.Int32
+	// ending is set once the host ends the worker on purpose (a pooled
+	// worker it no longer needs, a start it gave up): go-plugin's warnings
+	// and errors about the process going away are then expected and are
+	// written at debug level, so that a warning in a log always means
+	// something went wrong. Shared with derived loggers.
+	ending *atomic.Bool
 }
 
 var _ hclog.Logger = (*slogHCLog)(nil)
@@ -39,8 +45,12 @@ func newSlogHCLog(logger *slog.Logger) *slogHCLog {
 	}
 	level := new(atomic.Int32)
 	level.Store(int32(hclog.NoLevel))
-	return &slogHCLog{logger: logger, level: level}
+	return &slogHCLog{logger: logger, level: level, ending: new(atomic.Bool)}
 }
+
+// endOnPurpose marks the worker as ended by the host on purpose; see
+// slogHCLog.ending.
+func (l *slogHCLog) endOnPurpose() { l.ending.Store(true) }
 
 // slogLevel maps an hclog level to the slog level it is written at.
 func slogLevel(level hclog.Level) slog.Level {
@@ -73,8 +83,17 @@ func (l *slogHCLog) enabled(level hclog.Level) bool {
 	return l.logger.Enabled(context.Background(), slogLevel(level))
 }
 
-// Log writes msg with its key/value pairs at level.
+// Log writes msg with its key/value pairs at level, or at debug level if
+// it is a warning or an error about a worker the host ends on purpose.
 func (l *slogHCLog) Log(level hclog.Level, msg string, args ...any) {
+	if level > hclog.Info && level != hclog.Off && l.ending.Load() {
+		level = hclog.Debug
+	}
+	l.write(level, msg, args...)
+}
+
+// write writes msg with its key/value pairs at level.
+func (l *slogHCLog) write(level hclog.Level, msg string, args ...any) {
 	if !l.enabled(level) {
 		return
 	}
@@ -145,6 +164,7 @@ func (l *slogHCLog) With(args ...any) hclog.Logger {
 		name:    l.name,
 		implied: append(append([]any(nil), l.implied...), args...),
 		level:   l.level,
+		ending:  l.ending,
 	}
 }
 
@@ -192,7 +212,8 @@ func (l *slogHCLog) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writer 
 	if opts != nil && opts.ForceLevel != hclog.NoLevel {
 		level = opts.ForceLevel
 	}
-	return &lineLogWriter{log: func(line string) { l.Log(level, line) }}
+	// What the worker itself writes is never demoted.
+	return &lineLogWriter{log: func(line string) { l.write(level, line) }}
 }
 
 // lineLogWriter splits what is written to it into lines and logs each one.

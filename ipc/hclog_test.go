@@ -142,3 +142,28 @@ func TestLineLogWriterBoundsAPendingLine(t *testing.T) {
 		t.Fatalf("an overlong unterminated line was kept instead of logged (%d lines)", len(lines))
 	}
 }
+
+// TestHCLogEndOnPurposeDemotesPluginWarnings: once the host ends a worker
+// on purpose, go-plugin's warnings and errors about its death are logged at
+// debug level, while what the worker itself writes keeps its level.
+func TestHCLogEndOnPurposeDemotesPluginWarnings(t *testing.T) {
+	t.Parallel()
+	buf, l := newCapture(slog.LevelDebug)
+	named := l.Named("stdio")
+	stderr := l.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn})
+	l.Error("plugin process exited", "error", "signal: killed")
+	l.endOnPurpose()
+	l.Error("plugin process exited", "error", "signal: killed")
+	named.Warn("stdio service not available")
+	l.Info("plugin exited")
+	_, _ = stderr.Write([]byte("worker: panic\n"))
+
+	var got []string
+	for _, r := range captured(t, buf) {
+		got = append(got, r["level"].(string)+" "+r["msg"].(string))
+	}
+	want := []string{"ERROR plugin process exited", "DEBUG plugin process exited", "DEBUG stdio service not available", "INFO plugin exited", "WARN worker: panic"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("logged %q, want %q", got, want)
+	}
+}
