@@ -146,6 +146,20 @@ func (r *reader) read(fields []field) {
 				continue
 			}
 			p.Thinking = level
+		case "maxTurns":
+			n, ok := positiveCount(value, 1<<20)
+			if !ok {
+				r.fail(line, "maxTurns must be a positive whole number of model turns (e.g. maxTurns: 40); got %s", shown)
+				continue
+			}
+			p.MaxTurns = int(n)
+		case "contextWindow":
+			n, ok := tokenCount(value)
+			if !ok {
+				r.fail(line, "contextWindow must be a positive number of tokens, such as 128000 or 128k; got %s", shown)
+				continue
+			}
+			p.ContextWindow = n
 		case "sandbox":
 			mode, ok := value.(string)
 			mode = strings.ToLower(strings.TrimSpace(mode))
@@ -184,7 +198,7 @@ func (r *reader) read(fields []field) {
 			}
 			p.UnknownFields = append(p.UnknownFields, f.key)
 			p.Notes = append(p.Notes, fmt.Sprintf("field %q is not a field ink or Claude Code knows; ignored", f.key))
-			r.warn(line, "unknown field %q ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, sandbox, writable)", f.key)
+			r.warn(line, "unknown field %q ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, maxTurns, contextWindow, sandbox, writable)", f.key)
 		}
 	}
 	if !nameSeen {
@@ -352,4 +366,34 @@ func boolValue(v any) (bool, bool) {
 		}
 	}
 	return false, false
+}
+
+// positiveCount reads a positive whole number no larger than max.
+func positiveCount(v any, max int64) (int64, bool) {
+	n, ok := positiveSeconds(v)
+	if !ok || n > max {
+		return 0, false
+	}
+	return n, true
+}
+
+// tokenCount reads a token count: a positive whole number, or a string
+// such as "128k" or "1M".
+func tokenCount(v any) (int64, bool) {
+	if s, ok := v.(string); ok {
+		t := strings.ToLower(strings.TrimSpace(s))
+		mult := int64(1)
+		switch {
+		case strings.HasSuffix(t, "k"):
+			mult, t = 1_000, strings.TrimSuffix(t, "k")
+		case strings.HasSuffix(t, "m"):
+			mult, t = 1_000_000, strings.TrimSuffix(t, "m")
+		}
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || f <= 0 || f*float64(mult) > 1e12 {
+			return 0, false
+		}
+		return int64(f * float64(mult)), true
+	}
+	return positiveCount(v, 1e12)
 }

@@ -314,14 +314,45 @@ func TestParseKeepsUnknownFieldsInExtra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Extra["color"] != "red" || p.Extra["maxTurns"] != uint64(7) {
+	if p.Extra["color"] != "red" {
 		t.Errorf("extra %#v", p.Extra)
+	}
+	// maxTurns is a field ink reads, not an extra.
+	if _, extra := p.Extra["maxTurns"]; extra || p.MaxTurns != 7 {
+		t.Errorf("maxTurns %d, extra %#v", p.MaxTurns, p.Extra)
 	}
 	if skills, ok := p.Extra["skills"].([]any); !ok || len(skills) != 2 {
 		t.Errorf("skills %#v, want a list of 2", p.Extra["skills"])
 	}
-	if len(p.Notes) != 3 {
+	if len(p.Notes) != 2 {
 		t.Errorf("want one note per ignored field, got %q", p.Notes)
+	}
+}
+
+func TestParseTurnsAndWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fields  string
+		turns   int
+		window  int64
+		refusal string
+	}{
+		{fields: "maxTurns: 40\ncontextWindow: 128k", turns: 40, window: 128000},
+		{fields: "contextWindow: 200000", window: 200000},
+		{fields: "contextWindow: 1M", window: 1000000},
+		{fields: "maxTurns: 0", refusal: "maxTurns must be a positive whole number"},
+		{fields: "maxTurns: many", refusal: "maxTurns must be a positive whole number"},
+		{fields: "contextWindow: huge", refusal: "contextWindow must be a positive number of tokens"},
+	} {
+		p, err := Parse("x.md", []byte("---\nname: x\ndescription: y\n"+tc.fields+"\n---\n"))
+		switch {
+		case tc.refusal != "":
+			if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+				t.Errorf("%q: %v, want %q", tc.fields, err, tc.refusal)
+			}
+		case err != nil || p.MaxTurns != tc.turns || p.ContextWindow != tc.window:
+			t.Errorf("%q: turns %d window %d, %v", tc.fields, p.MaxTurns, p.ContextWindow, err)
+		}
 	}
 }
 

@@ -53,6 +53,13 @@ type Profile struct {
 	Worktree *bool
 	// Thinking is the thinking level, lower case; "" when absent.
 	Thinking string
+	// MaxTurns is the `maxTurns:` field (Claude Code's too): the most model
+	// turns an attempt of this agent may take; 0 when absent.
+	MaxTurns int
+	// ContextWindow is the `contextWindow:` field: the model's context
+	// window in tokens, overriding what ink knows of the model; 0 when
+	// absent.
+	ContextWindow int64
 	// Sandbox is the `sandbox:` field, the bash sandbox mode: one of
 	// SandboxModes, or "" when absent (ink's default applies).
 	Sandbox string
@@ -100,7 +107,7 @@ var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"
 // ink does not: they are kept in Extra with a note, without a warning.
 var claudeCodeFields = map[string]bool{
 	"color": true, "permissionMode": true, "hooks": true, "skills": true, "mcpServers": true,
-	"memory": true, "maxTurns": true, "effort": true, "background": true, "initialPrompt": true,
+	"memory": true, "effort": true, "background": true, "initialPrompt": true,
 	"version": true, "author": true, "tags": true,
 }
 

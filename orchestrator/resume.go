@@ -77,6 +77,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
 		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
 	}
+	profileLimits(&spec, plan.profile)
 	plan.sandbox.apply(&spec)
 	return o.runChild(ctx, childEnd{
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
@@ -149,8 +150,13 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		}
 	}
 	plan.profile = prof
-	if prof != nil {
+	// Thinking: the profile's level, else the parent's, as at launch.
+	plan.thinking = parent.thinking
+	if prof != nil && prof.Thinking != "" {
 		plan.thinking = prof.Thinking
+	}
+	if plan.thinking != launch.Thinking {
+		add("thinking-drift", "launched with thinking %s, would now run with thinking %s; restore the agent's thinking: line to resume it", thinkingName(launch.Thinking), thinkingName(plan.thinking))
 	}
 
 	// Model.
@@ -230,8 +236,17 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	plan.child = &agentRun{
 		label: label, sessionID: h.ID, transcript: path, depth: launch.Depth,
 		binding: launch.Binding, system: system, files: parent.files, tools: tools, cwd: cwd, root: root, agent: agentName,
+		thinking: plan.thinking,
 	}
 	return plan, problems
+}
+
+// thinkingName is how a thinking level reads in a message.
+func thinkingName(level string) string {
+	if level == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%q", level)
 }
 
 func atURL(b model.Binding) string {

@@ -133,6 +133,19 @@ func TestResumeRefusals(t *testing.T) {
 				}
 				return Config{Profiles: fixedProfiles{agents.Load(agents.LoadOptions{InkHome: fx.h.cfg.InkHome})}}
 			}},
+		{name: "agent's thinking changed", args: `{"prompt":"job","agent":"scout"}`, codes: []string{"agent-drift", "thinking-drift"},
+			want: []string{`launched with thinking "high", would now run with thinking "low"; restore the agent's thinking: line to resume it`},
+			launch: func(t *testing.T, home, proj string) Config {
+				return Config{Profiles: loadProfiles(t, home, map[string]string{"scout": "thinking: high\n"})}
+			},
+			resume: func(t *testing.T, fx fixture) Config {
+				return Config{Profiles: loadProfiles(t, fx.h.cfg.InkHome, map[string]string{"scout": "thinking: low\n"})}
+			}},
+		{name: "recorded thinking differs", codes: []string{"thinking-drift"}, notCodes: []string{"agent-drift"},
+			want: []string{`launched with thinking "high", would now run with thinking none`},
+			mutate: func(t *testing.T, fx fixture) {
+				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Thinking = "high" })
+			}},
 		{name: "another agent advertised", codes: []string{"system-drift"},
 			want: []string{"the assembled system prompt changed since launch"},
 			launch: func(t *testing.T, home, proj string) Config {

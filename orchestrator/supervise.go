@@ -31,6 +31,9 @@ type agentRun struct {
 	tools      []string
 	cwd, root  string
 	agent      string
+	// thinking is the thinking level of this agent's requests; a child
+	// without a level of its own inherits it.
+	thinking string
 	// shell marks a parent that is a person at a shell (`ink task`), whose
 	// hints must be shell commands.
 	shell bool

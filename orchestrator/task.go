@@ -219,11 +219,11 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 		Create:    &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch},
 		AttemptID: session.NewID(), SessionID: childID, Agent: agentName, Label: child.label,
 		Binding: plan.binding, System: system, Tools: plan.tools, Cwd: cwd, Root: root, Prompt: args.Prompt,
-		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval,
+		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: parent.thinking,
 	}
-	if plan.profile != nil {
-		spec.Thinking = plan.profile.Thinking
-	}
+	profileLimits(&spec, plan.profile)
+	launch.Thinking = spec.Thinking
+	child.thinking = spec.Thinking
 	plan.sandbox.apply(&spec)
 	return o.runChild(ctx, childEnd{
 		parent: parent, child: child, call: call, args: args, spec: spec,
@@ -427,4 +427,22 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// profileLimits gives a child's spec what its profile sets: its thinking
+// level (else the parent's, already in spec), its turn cap and its context
+// window (a profile's win over --max-turns and --context-window).
+func profileLimits(spec *ipc.AttemptSpec, prof *agents.Profile) {
+	if prof == nil {
+		return
+	}
+	if prof.Thinking != "" {
+		spec.Thinking = prof.Thinking
+	}
+	if prof.MaxTurns > 0 {
+		spec.MaxTurns = prof.MaxTurns
+	}
+	if prof.ContextWindow > 0 {
+		spec.ContextWindow = prof.ContextWindow
+	}
 }

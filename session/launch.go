@@ -35,6 +35,9 @@ type LaunchRecord struct {
 	// Sandbox is how the child's bash commands are confined. Records
 	// written before bash had a sandbox have none.
 	Sandbox *SandboxRef `json:"sandbox,omitempty"`
+	// Thinking is the thinking level the child's requests carry (its
+	// profile's, else its parent's); "" for none.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // SandboxRef records the bash sandbox a child was launched under: the mode

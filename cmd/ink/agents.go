@@ -65,6 +65,12 @@ func profileJSON(p agents.Profile) map[string]any {
 	if p.Thinking != "" {
 		m["thinking"] = p.Thinking
 	}
+	if p.MaxTurns > 0 {
+		m["maxTurns"] = p.MaxTurns
+	}
+	if p.ContextWindow > 0 {
+		m["contextWindow"] = p.ContextWindow
+	}
 	if p.Slug != "" && p.Slug != p.Name {
 		m["slug"] = p.Slug
 	}
@@ -427,6 +433,12 @@ func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases) {
 	}
 	if p.Thinking != "" {
 		fmt.Fprintf(w, "thinking:    %s\n", p.Thinking)
+	}
+	if p.MaxTurns > 0 {
+		fmt.Fprintf(w, "maxTurns:    %d\n", p.MaxTurns)
+	}
+	if p.ContextWindow > 0 {
+		fmt.Fprintf(w, "context:     %d tokens\n", p.ContextWindow)
 	}
 	if p.Sandbox != "" {
 		fmt.Fprintf(w, "sandbox:     %s\n", p.Sandbox)
