@@ -137,3 +137,26 @@ func describeBinding(b model.Binding) string {
 	}
 	return b.String()
 }
+
+// ResolveFlag reads a model the user names on the command line (--model):
+// one of Claude Code's aliases (sonnet, opus, haiku, fable, any case) is
+// what the user's mapping (INK_MODEL_<ALIAS> or models.yaml) makes it, else
+// the Anthropic model Claude Code uses for it; anything else is read by
+// model.ParseBinding. An alias whose mapping cannot be read is an error
+// saying which file or variable to fix, rather than a guess. aliases may be
+// nil. Safe for concurrent use.
+func ResolveFlag(s string, aliases *ModelAliases) (model.Binding, error) {
+	lower := strings.ToLower(strings.TrimSpace(s))
+	id, ok := ClaudeModelAliases[lower]
+	if !ok {
+		return model.ParseBinding(s)
+	}
+	target, _, mapped, err := aliases.Lookup(lower)
+	if mapped {
+		return target, nil
+	}
+	if err != nil {
+		return model.Binding{}, fmt.Errorf("model %q is an alias and its mapping cannot be read: %v", lower, err)
+	}
+	return model.Binding{Provider: "anthropic", Model: id}, nil
+}

@@ -195,3 +195,48 @@ func TestLoadModelAliases(t *testing.T) {
 		})
 	}
 }
+
+func TestResolveFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		flag    string
+		file    string // models.yaml; "" = none
+		env     []string
+		want    string
+		wantErr string
+	}{
+		{name: "unmapped alias is Claude Code's model", flag: "sonnet", want: "anthropic/claude-sonnet-5"},
+		{name: "any case", flag: " Haiku ", want: "anthropic/claude-haiku-4-5-20251001"},
+		{name: "the variable maps it", flag: "opus", env: []string{"INK_MODEL_OPUS=openai/gpt-5"}, want: "openai/gpt-5"},
+		{name: "the file maps it", flag: "fable", file: "aliases: {fable: ollama/qwen3}\n", want: "ollama/qwen3"},
+		{name: "a mapping of another alias leaves it alone", flag: "sonnet", file: "aliases: {haiku: ollama/qwen3}\n", want: "anthropic/claude-sonnet-5"},
+		{name: "a full id is not an alias", flag: "anthropic/sonnet", want: "anthropic/sonnet"},
+		{name: "script path", flag: "script:a.yaml", want: "script:a.yaml"},
+		{name: "an unreadable mapping is an error", flag: "opus", file: "aliases: {sonet: x/y}\n", wantErr: `model "opus" is an alias and its mapping cannot be read`},
+		{name: "a bare id still needs a provider", flag: "sonnet-5", wantErr: "missing provider"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			if tt.file != "" {
+				writeFile(t, filepath.Join(home, ModelAliasesFile), tt.file)
+			}
+			aliases, _ := LoadModelAliases(home, envOf(tt.env...))
+			b, err := ResolveFlag(tt.flag, aliases)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ResolveFlag(%q) = %v, %v; want error containing %q", tt.flag, b, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ResolveFlag(%q): %v", tt.flag, err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("ResolveFlag(%q) = %s, want %s", tt.flag, b, tt.want)
+			}
+		})
+	}
+}

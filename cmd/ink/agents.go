@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/agents"
-	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 )
 
@@ -193,7 +192,7 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 			}
 			checkOpts := agents.CheckOptions{Strict: strict}
 			if g.model != "" {
-				b, err := model.ParseBinding(g.model)
+				b, err := g.flagBinding()
 				if err != nil {
 					return usageErr("--model: %v", err)
 				}

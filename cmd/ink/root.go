@@ -154,7 +154,7 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 		}
 		return b, checkBinding(b, "the default model")
 	}
-	b, err := model.ParseBinding(g.model)
+	b, err := g.flagBinding()
 	if err != nil {
 		return model.Binding{}, usageErr("--model: %v", err)
 	}
@@ -183,6 +183,21 @@ func (g *globals) binding(ctx context.Context) (model.Binding, error) {
 		return model.Binding{}, err
 	}
 	return b, checkServerAnswers(ctx, b, "--model "+g.model, g.baseURL != "")
+}
+
+// flagBinding reads --model: PROVIDER/MODEL, script:PATH, or one of
+// Claude Code's aliases (sonnet, opus, haiku, fable), which the user's
+// models.yaml or INK_MODEL_<ALIAS> may map.
+func (g *globals) flagBinding() (model.Binding, error) {
+	var aliases *agents.ModelAliases
+	if lower := strings.ToLower(strings.TrimSpace(g.model)); agents.ClaudeModelAliases[lower] != "" {
+		home, err := inkHome()
+		if err != nil {
+			return model.Binding{}, err
+		}
+		aliases, _ = agents.LoadModelAliases(home, os.Getenv)
+	}
+	return agents.ResolveFlag(g.model, aliases)
 }
 
 // checkBinding checks b the way a worker will before it opens it
