@@ -54,6 +54,11 @@ type Lease struct {
 	fenced   chan struct{}
 	released atomic.Bool
 
+	// unsynced is the acquisition record's file, published but not yet
+	// synced (Options.SyncLater); SyncRecord syncs and closes it.
+	syncMu   sync.Mutex
+	unsynced *os.File
+
 	hbOnce sync.Once
 	hbStop chan struct{}
 	hbDone chan struct{}
@@ -84,11 +89,21 @@ type Options struct {
 	// DeferDirSync leaves the directory that holds the metadata unsynced:
 	// the new record's content is on disk when AcquireWith returns, its
 	// rename not yet. The holder must fsync that directory — the
-	// transcript's own, which session.CreateWith syncs when it creates
-	// the transcript there — before anything it writes under the new
-	// epoch has to survive a crash. It spares one sync when the holder
+	// transcript's own, which session.CreateWith (or, in the background,
+	// session.CreateSyncing) syncs when it creates the transcript there —
+	// before anything it writes under the new epoch has to survive a
+	// crash. It spares one sync when the holder
 	// creates its transcript right after taking the lease.
 	DeferDirSync bool
+	// SyncLater publishes the acquisition record without waiting for the
+	// disk at all: other processes see it at once, and its content is
+	// synced by SyncRecord, which the holder must call (and then sync the
+	// directory, as for DeferDirSync) before anything it writes under the
+	// new epoch has to survive a crash of the machine. A crash of a
+	// process loses nothing either way. It spares the holder's start the
+	// wait for the disk when what it does next needs nothing on it (see
+	// session.CreateSyncing). Implies DeferDirSync.
+	SyncLater bool
 }
 
 // AcquireWith is Acquire with options.
@@ -232,16 +247,27 @@ func (l *Lease) publish(opts Options) error {
 		m.HeartbeatIntervalMs = max(opts.Heartbeat.Milliseconds(), 1)
 	}
 	removeStaleTemps(l.metaPath)
-	p, err := prepareMeta(l.metaPath, &m, true)
+	p, err := prepareMeta(l.metaPath, &m, !opts.SyncLater)
 	if err != nil {
 		return err
 	}
-	if opts.DeferDirSync {
-		p.durable = false // the content was synced; the holder syncs the directory
+	if opts.SyncLater {
+		// Kept open to be synced by SyncRecord, under whatever name the
+		// record then has.
+		if p.open, err = os.Open(p.tmp); err != nil {
+			p.discard()
+			return fmt.Errorf("write lease metadata: %w", err)
+		}
+	}
+	if opts.DeferDirSync || opts.SyncLater {
+		p.durable = false // the holder syncs the directory
 	}
 	if err := p.commit(); err != nil {
 		return err
 	}
+	l.syncMu.Lock()
+	l.unsynced = p.open
+	l.syncMu.Unlock()
 	l.mu.Lock()
 	l.meta = m
 	l.mu.Unlock()
@@ -331,9 +357,36 @@ func (l *Lease) Release() error {
 	l.releaseOnce.Do(func() {
 		l.released.Store(true)
 		l.stopHeartbeat()
+		l.syncMu.Lock()
+		if l.unsynced != nil {
+			l.unsynced.Close() // never synced: nothing was written under it
+			l.unsynced = nil
+		}
+		l.syncMu.Unlock()
 		l.releaseErr = l.unlock()
 	})
 	return l.releaseErr
+}
+
+// SyncRecord makes the content of an acquisition record published with
+// Options.SyncLater durable; its directory entry becomes durable with the
+// holder's next sync of the transcript's directory. It does nothing for a
+// record already synced, and is safe to call more than once and
+// concurrently with the heartbeat.
+func (l *Lease) SyncRecord() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.unsynced == nil {
+		return nil
+	}
+	f := l.unsynced
+	l.unsynced = nil
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(serr, cerr); err != nil {
+		return fmt.Errorf("sync lease metadata %s: %w", l.metaPath, err)
+	}
+	return nil
 }
 
 // unlock drops the flock and this process's registry claim.

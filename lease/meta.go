@@ -78,6 +78,14 @@ func readMeta(path string) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read lease metadata %s: %w", path, err)
 	}
+	if len(data) == 0 {
+		// ink never writes an empty record, but a machine that stopped
+		// between publishing a record (Options.SyncLater) and syncing it
+		// can leave one. ink syncs nothing it writes under an epoch before
+		// that epoch's record, so the count starts again as if the record
+		// had never been written.
+		return nil, nil
+	}
 	var m Meta
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("lease metadata %s is corrupt (%v); it holds the fencing epoch, so ink will not guess one: inspect it, and delete it to start counting again at epoch 1", path, err)
@@ -101,6 +109,7 @@ func writeMetaAtomic(path string, m *Meta) error {
 type preparedMeta struct {
 	path, tmp string
 	durable   bool
+	open      *os.File // the record kept open for a later sync (Options.SyncLater)
 }
 
 // prepareMeta writes m to a temp file beside path, synced when durable.
@@ -142,6 +151,9 @@ func prepareMeta(path string, m *Meta, durable bool) (*preparedMeta, error) {
 // directory.
 func (p *preparedMeta) commit() error {
 	if err := os.Rename(p.tmp, p.path); err != nil {
+		if p.open != nil {
+			p.open.Close()
+		}
 		p.discard()
 		return fmt.Errorf("publish lease metadata: %w", err)
 	}

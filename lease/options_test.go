@@ -1,7 +1,9 @@
 package lease
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -69,5 +71,66 @@ func TestAcquireDeferDirSync(t *testing.T) {
 	}
 	if _, err := Acquire(path, Owner{AttemptID: "att-3"}); err == nil {
 		t.Fatal("a second holder got a lease whose directory sync was deferred")
+	}
+}
+
+// TestAcquireSyncLater: a record published before it is synced is seen at
+// once by others, with the next epoch; SyncRecord may come later, more than
+// once, or never (Release closes what it kept).
+func TestAcquireSyncLater(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	first := mustAcquire(t, path, Owner{AttemptID: "att-1"})
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireWith(path, Owner{AttemptID: "att-2"}, Options{SyncLater: true, Heartbeat: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mustReadMeta(t, path); m.Epoch != 2 || m.AttemptID != "att-2" {
+		t.Fatalf("record before its sync: %+v", m)
+	}
+	if _, err := Acquire(path, Owner{AttemptID: "att-3"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second holder while the record is unsynced: %v", err)
+	}
+	l.StartHeartbeat(20 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // beats replace the record meanwhile
+	for range 2 {
+		if err := l.SyncRecord(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	never, err := AcquireWith(path, Owner{AttemptID: "att-4"}, Options{SyncLater: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := never.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if m := mustReadMeta(t, path); m.Epoch != 3 {
+		t.Fatalf("epoch after a holder that never synced: %d, want 3", m.Epoch)
+	}
+}
+
+// TestEmptyRecordStartsTheCount: an empty record — what a machine that
+// stopped before a SyncLater record was synced can leave — is no record:
+// the next holder starts at epoch 1 instead of being refused.
+func TestEmptyRecordStartsTheCount(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(MetaPath(path), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, path, Owner{AttemptID: "a"})
+	defer l.Release()
+	if m := mustReadMeta(t, path); m.Epoch != 1 || m.AttemptID != "a" {
+		t.Fatalf("record after an empty one: %+v", m)
 	}
 }

@@ -322,7 +322,9 @@ func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 // openLocked creates the session under its lease, once, with the call of
 // its first child (f, unless nil) as its first entry: the session, its
 // lease record and that call become durable together, as creating the
-// transcript syncs the directory that holds them. p.mu is held.
+// transcript syncs the record and then the directory that holds them —
+// in the background, while the child starts, and before the session's
+// next entry is written. p.mu is held.
 func (p *Parent) openLocked(f *frontCall) error {
 	p.opened = true
 	p.openErr = func() error {
@@ -330,7 +332,7 @@ func (p *Parent) openLocked(f *frontCall) error {
 			return err
 		}
 		l, err := lease.AcquireWith(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID},
-			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, DeferDirSync: true})
+			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true})
 		if err != nil {
 			return err
 		}
@@ -340,7 +342,7 @@ func (p *Parent) openLocked(f *frontCall) error {
 			m := p.callMessage(f)
 			first = append(first, session.Entry{Message: &m})
 		}
-		w, _, err := session.CreateWith(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, first...)
+		w, _, err := session.CreateSyncing(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
 		if err != nil {
 			l.Release()
 			return err

@@ -29,6 +29,11 @@ type Writer struct {
 	size   int64
 	dirty  bool  // bytes written since the last fsync
 	err    error // sticky: set by a failed write or Close
+
+	// syncing, when not nil, is closed once the creation's sync, run in
+	// the background (CreateSyncing), is done; syncErr is its result.
+	syncing chan struct{}
+	syncErr error
 }
 
 // Create creates the transcript at path (which must not exist) with header
@@ -49,6 +54,24 @@ func Create(path string, h Header) (*Writer, error) {
 // session's task call) cost one sync between them. The entries are
 // prepared as Append prepares them and returned as written.
 func CreateWith(path string, h Header, first ...Entry) (*Writer, []Entry, error) {
+	return create(path, h, false, nil, first)
+}
+
+// CreateSyncing is CreateWith whose one sync of the file and its directory
+// runs in the background, for a caller whose next step needs nothing on
+// disk (a worker about to send its first model request). The creation
+// becomes durable before anything else is written: every later Append, and
+// Close, waits for that sync first and fails if it failed. Until then a
+// crash of the process loses nothing (the kernel holds the bytes); only a
+// crash of the machine could lose the new transcript, as if the attempt had
+// never started. before, when not nil, runs first in the background: a sync
+// that must precede the transcript's (the lease's record, see
+// lease.Options.SyncLater); its failure fails the creation's sync.
+func CreateSyncing(path string, h Header, before func() error, first ...Entry) (*Writer, []Entry, error) {
+	return create(path, h, true, before, first)
+}
+
+func create(path string, h Header, background bool, before func() error, first []Entry) (*Writer, []Entry, error) {
 	h, line, err := encodeHeader(h)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
@@ -81,13 +104,50 @@ func CreateWith(path string, h Header, first ...Entry) (*Writer, []Entry, error)
 	if _, err := f.Write(buf); err != nil {
 		return fail(err)
 	}
-	if err := fsync(f); err != nil {
-		return fail(err)
+	if background {
+		w.syncing = make(chan struct{})
+		go func() {
+			defer close(w.syncing)
+			if before != nil {
+				if w.syncErr = before(); w.syncErr != nil {
+					return
+				}
+			}
+			w.syncErr = syncCreated(f, dir)
+		}()
+		return w, entries, nil
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncCreated(f, dir); err != nil {
 		return fail(err)
 	}
 	return w, entries, nil
+}
+
+// syncCreated makes a new file durable: its content, then its directory
+// entry.
+func syncCreated(f *os.File, dir string) error {
+	if err := fsync(f); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// awaitCreation waits for a creation's background sync, if one is pending,
+// and makes its failure sticky; it returns that failure on every call. The
+// caller holds w.mu.
+func (w *Writer) awaitCreation() error {
+	if w.syncing != nil {
+		<-w.syncing
+		w.syncing = nil
+	}
+	if w.syncErr != nil {
+		err := fmt.Errorf("the new transcript could not be synced: %w", w.syncErr)
+		if w.err == nil {
+			w.err = err
+		}
+		return err
+	}
+	return nil
 }
 
 // OpenWriter opens an existing transcript for appending. It refuses a
@@ -205,6 +265,7 @@ func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	_ = w.awaitCreation() // a failure is sticky in w.err
 	if w.err != nil {
 		return nil, fmt.Errorf("append to %s: %w", w.path, w.err)
 	}
@@ -286,8 +347,8 @@ func (w *Writer) Close() error {
 	if w.f == nil {
 		return nil
 	}
-	var serr error
-	if w.dirty {
+	serr := w.awaitCreation()
+	if w.dirty && serr == nil {
 		serr = fsync(w.f)
 	}
 	cerr := w.f.Close()

@@ -266,6 +266,11 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		cancel(errHostLost)
 	})
 
+	// The tools and the provider are built while the lease and the
+	// transcript wait on the disk: neither needs the other.
+	prep := a.prepare()
+	defer prep.release()
+
 	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
@@ -273,10 +278,12 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if heartbeat <= 0 {
 		heartbeat = lease.DefaultHeartbeat
 	}
-	// A new transcript is created in the lease's directory, and creating it
-	// syncs that directory: the lease's record becomes durable with it.
+	// A new transcript is created in the lease's directory; the sync of its
+	// creation, run beside the first model request, syncs the lease's
+	// record first and then that directory: the record becomes durable
+	// with the transcript, before anything else is written under it.
 	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
-		lease.Options{Heartbeat: heartbeat, DeferDirSync: sp.Create != nil})
+		lease.Options{Heartbeat: heartbeat, SyncLater: sp.Create != nil})
 	if err != nil {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
@@ -306,7 +313,8 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 
 	// The attempt's start entry and its prompt are written with the header
 	// of a new transcript, or with the repairs of a continued one: one
-	// durable point, one sync.
+	// durable point, one sync (for a new transcript, run beside the first
+	// model request).
 	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}
 	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
 	w, view, refused := a.openTranscript(l, start, prompt)
@@ -317,12 +325,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	defer w.Close()
 	a.event(event.Message{Message: prompt})
 
-	pool, closeTools, err := a.toolPool()
-	if err != nil {
-		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
-	}
-	defer closeTools.Close()
-	provider, err := connect.Open(sp.Binding, a.getenv)
+	pool, provider, err := prep.take()
 	if err != nil {
 		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
@@ -483,7 +486,9 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	}
 	first := []session.Entry{{Attempt: &start}, {Message: &prompt}}
 	if sp.Create != nil {
-		w, written, err := session.CreateWith(sp.Transcript, *sp.Create, first...)
+		// The model request needs nothing on disk: the creation's sync
+		// runs beside it, and the next entry waits for it.
+		w, written, err := session.CreateSyncing(sp.Transcript, *sp.Create, l.SyncRecord, first...)
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
@@ -609,6 +614,47 @@ func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
 		return true, err
 	}
 	return !bytes.Equal(a, b), nil
+}
+
+// prepared is what an attempt builds before its first turn that needs
+// nothing on disk: its tools and its provider.
+type prepared struct {
+	done     chan struct{}
+	pool     []tools.Tool
+	closer   io.Closer
+	provider model.Provider
+	err      error
+}
+
+// prepare builds the attempt's tools and provider in the background; the
+// attempt takes them with take, and closeUnused (deferred) closes the
+// tools when the attempt ends, taken or not.
+func (a *attempt) prepare() *prepared {
+	p := &prepared{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.pool, p.closer, p.err = a.toolPool()
+		if p.err != nil {
+			return
+		}
+		p.provider, p.err = connect.Open(a.spec.Binding, a.getenv)
+	}()
+	return p
+}
+
+// take waits for the tools and the provider; a failure of either is the
+// attempt's crash reason.
+func (p *prepared) take() ([]tools.Tool, model.Provider, error) {
+	<-p.done
+	return p.pool, p.provider, p.err
+}
+
+// release waits for prepare to finish and closes the tools it built.
+func (p *prepared) release() {
+	<-p.done
+	if p.closer != nil {
+		p.closer.Close()
+	}
 }
 
 // toolPool builds the tools of the launch pool; a tool outside it does not
