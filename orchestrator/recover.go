@@ -15,7 +15,9 @@ import (
 // childAnswers answers the task calls of a main transcript left without a
 // result because its writer died: from the child's own transcript when the
 // child's last attempt ended, else with the outcome-unknown text naming the
-// child so the model can resume it. A call whose supervisor died after
+// child so the model can resume it. A resume call is matched to the child
+// it names; a new call to an unused child with its prompt, one launched
+// with the call's agent first. A call whose supervisor died after
 // making the child's worktree and before the child's transcript existed is
 // answered naming the child and its worktree (found by the worktree's
 // origin in inkHome). Calls whose child cannot be found at all are left to
@@ -63,20 +65,31 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 			if err != nil {
 				continue
 			}
-			var child *session.ChildSummary
-			for i := range children {
-				ch := &children[i]
-				if used[ch.ID] && (args.Resume == nil || *args.Resume != ch.ID) {
-					continue
+			agent := ""
+			if args.Agent != nil {
+				agent = *args.Agent
+			}
+			// A new call's child is an unused one with its prompt, one of
+			// its agent first: two calls with one prompt for two agents
+			// must not swap their children.
+			find := func(sameAgent bool) *session.ChildSummary {
+				for i := range children {
+					ch := &children[i]
+					if used[ch.ID] && (args.Resume == nil || *args.Resume != ch.ID) {
+						continue
+					}
+					if args.Resume != nil && *args.Resume == ch.ID {
+						return ch
+					}
+					if args.Resume == nil && (!sameAgent || strings.EqualFold(ch.Agent, agent)) && promptOf(ch.Path) == args.Prompt {
+						return ch
+					}
 				}
-				if args.Resume != nil && *args.Resume == ch.ID {
-					child = ch
-					break
-				}
-				if args.Resume == nil && promptOf(ch.Path) == args.Prompt {
-					child = ch
-					break
-				}
+				return nil
+			}
+			child := find(true)
+			if child == nil {
+				child = find(false)
 			}
 			if child == nil {
 				if a, ok := answerFromWorktree(ctx, inkHome, tr.Header.ID, c); ok {

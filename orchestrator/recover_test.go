@@ -170,10 +170,19 @@ func (b *transcriptBuilder) run(attemptID, prompt, text string, ended bool) *tra
 
 // childOf starts a child transcript of main with a valid launch record.
 func childOf(t testing.TB, main *transcriptBuilder, cwd string) *transcriptBuilder {
+	return agentChildOf(t, main, cwd, "")
+}
+
+// agentChildOf is childOf for a child launched with the profile agent
+// ("" for none).
+func agentChildOf(t testing.TB, main *transcriptBuilder, cwd, agent string) *transcriptBuilder {
 	id := session.NewID()
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: main.id, ChildID: id, InkVersion: InkVersion, Binding: testBinding, Cwd: cwd,
 		Tools: []string{"read"}, System: session.SystemRef{SHA256: session.SystemFingerprint("x")}, Depth: 1, MaxDepth: 1,
+	}
+	if agent != "" {
+		launch.Agent = &session.AgentRef{Name: agent, Source: "/agents/" + agent + ".md", RoleSHA256: strings.Repeat("0", 64)}
 	}
 	return newTranscript(t, session.ChildPath(main.path, id), session.Header{ID: id, Cwd: cwd, Parent: main.id, Launch: launch})
 }
@@ -274,5 +283,42 @@ func TestChildAnswersUnit(t *testing.T) {
 	}
 	if r, err := session.ParseTaskRecord(got["t1"].TaskRecord); err != nil || r.ChildID != twinA.id {
 		t.Errorf("t1 record %+v: %v", r, err)
+	}
+}
+
+// TestChildAnswersMatchAgents: two open calls with one prompt for two
+// agents are answered by their own agents' children, whatever order the
+// children were created in.
+func TestChildAnswersMatchAgents(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	mainID := session.NewID()
+	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	// The reviewer's child was created first, though its call came second.
+	reviewer := agentChildOf(t, main, cwd, "reviewer").run("01r1", "check the patch", "reviewer says fine", true)
+	tester := agentChildOf(t, main, cwd, "tester").run("01s1", "check the patch", "tester says two fail", true)
+	plain := childOf(t, main, cwd).run("01p1", "check the patch", "plain says ok", true)
+	main.msg(model.UserText("p")).
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			taskCallOf("t", `{"prompt":"check the patch","agent":"Tester"}`),
+			taskCallOf("r", `{"prompt":"check the patch","agent":"reviewer"}`),
+			taskCallOf("p", `{"prompt":"check the patch"}`),
+		}})
+	tr, err := session.Open(main.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range childAnswers(t.Context(), t.TempDir(), tr) {
+		r, err := session.ParseTaskRecord(a.TaskRecord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[a.Message.Results[0].ToolCallID] = r.ChildID
+	}
+	for call, want := range map[string]string{"t": tester.id, "r": reviewer.id, "p": plain.id} {
+		if got[call] != want {
+			t.Errorf("call %s answered from child %q, want %q", call, got[call], want)
+		}
 	}
 }
