@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -81,7 +82,7 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 					if args.Resume != nil && *args.Resume == ch.ID {
 						return ch
 					}
-					if args.Resume == nil && (!sameAgent || strings.EqualFold(ch.Agent, agent)) && promptOf(ch.Path) == args.Prompt {
+					if args.Resume == nil && (!sameAgent || agents.Slug(ch.Agent) == agents.Slug(agent)) && promptOf(ch.Path) == args.Prompt {
 						return ch
 					}
 				}

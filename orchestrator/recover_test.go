@@ -300,7 +300,7 @@ func TestChildAnswersMatchAgents(t *testing.T) {
 	plain := childOf(t, main, cwd).run("01p1", "check the patch", "plain says ok", true)
 	main.msg(model.UserText("p")).
 		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
-			taskCallOf("t", `{"prompt":"check the patch","agent":"Tester"}`),
+			taskCallOf("t", `{"prompt":"check the patch","agent":"Tester"}`), // as a call may name it,
 			taskCallOf("r", `{"prompt":"check the patch","agent":"reviewer"}`),
 			taskCallOf("p", `{"prompt":"check the patch"}`),
 		}})
