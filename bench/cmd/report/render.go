@@ -115,7 +115,9 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		row(fmt.Sprintf("…and no process above 1.2× the file's size (%s)", c.label),
 			fmt.Sprintf("supervisor %s (%s), worker %s (%s)", r.mb(c.name, "supervisor-rss-MB"), formatRatio(sup), r.mb(c.name, "worker-rss-MB"), formatRatio(work)),
 			"the file: "+r.mb(c.name, "file-MB"), fmt.Sprintf("%s of the file", formatRatio(max(sup, work))), max(sup, work) <= 1.2,
-			"the worker holds the model's history decoded, here the whole file.")
+			"the worker holds the model's history decoded — here the whole file, which takes a little more memory decoded than on "+
+				"disk — besides the pages of the ink binary it runs (see the `ink task` rows), so it cannot stay under 1.2× of the file. "+
+				"What would close it: compaction, as for the time above.")
 	}
 	if len(missed) > 0 {
 		w("\nWhy the missed targets are missed, from the figures below, and what would close them:\n\n%s\n", strings.Join(missed, "\n"))
