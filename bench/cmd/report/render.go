@@ -104,8 +104,8 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 			"the history nears the model's window, so that the history to decode is small.", r.ns(readU, "ns/op"))
 		if c.name == resC {
 			why = fmt.Sprintf("`ink task --resume` reads the file once, and a worker checks every line of it (a resume refuses a transcript "+
-				"damaged anywhere) but decodes only the last 800 KB the model will see (ReadForResume alone: %s in process); the rest is "+
-				"two process starts (`ink task`: %s) and the model turn. The target is an absolute time: this run's `cat` of the file took "+
+				"damaged anywhere) but decodes only the last 800 KB the model will see (ReadForResume alone: %s in process), and `ink task` "+
+				"itself, two process starts and a model turn, costs %s. The target is an absolute time: this run's `cat` of the file took "+
 				"%s. What would close it: checking the lines before the last compaction once, when they are written, rather than at each "+
 				"resume (an index of checked offsets), or a faster machine.", r.ns(readC, "ns/op"), r.ns(task, "ns/op"), r.ns(c.name, "cat-ns/op"))
 		}
