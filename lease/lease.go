@@ -92,8 +92,8 @@ type Options struct {
 	// transcript's own, which session.CreateWith (or, in the background,
 	// session.CreateSyncing) syncs when it creates the transcript there —
 	// before anything it writes under the new epoch has to survive a
-	// crash. It spares one sync when the holder
-	// creates its transcript right after taking the lease.
+	// crash. It spares one sync when the holder creates its transcript
+	// right after taking the lease.
 	DeferDirSync bool
 	// SyncLater publishes the acquisition record without waiting for the
 	// disk at all: other processes see it at once, and its content is
