@@ -287,6 +287,24 @@ func (r *childRegistry) track(ctx context.Context, e childEnd) (context.Context,
 	return ctx, t
 }
 
+// recovered registers t, a child of an earlier run of this session, as
+// ended (at ended) with ans and not yet collected (see recoverBackground).
+// It comes before every child started by this run.
+func (r *childRegistry) recovered(t *trackedChild, ended time.Time, ans taskAnswer) {
+	t.done = make(chan struct{})
+	t.cancel = func(error) {}
+	t.state = ChildStarting
+	t.end(ans)
+	t.ended = ended // when it ended then, not now
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]*trackedChild{}
+	}
+	r.list = append(r.list, t)
+	r.byID[t.id] = t
+}
+
 // get returns the child with id, or nil.
 func (r *childRegistry) get(id string) *trackedChild {
 	r.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/ipc"
@@ -126,6 +127,13 @@ func firstPrompt(path string) string {
 // attempt never started or never ended, the outcome is unknown: an earlier
 // attempt's answer is never passed off as this call's.
 func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) ipc.Answer {
+	a, _, _ := answerFromChildTimed(parent, call, args, childPath, prior)
+	return a
+}
+
+// answerFromChildTimed is answerFromChild with when the attempt started
+// and ended (zero when it did not end).
+func answerFromChildTimed(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
 	ctr, err := session.Open(childPath)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
@@ -135,12 +143,12 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		return a
 	}
 	if err != nil {
-		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil)
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil), time.Time{}, time.Time{}
 	}
 	id := ctr.Header.ID
-	end, ended := attemptEnd(ctr, prior)
+	end, started, ended := attemptSpan(ctr, prior)
 	if !ended || end.Status == "" {
-		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil)
+		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil), time.Time{}, time.Time{}
 	}
 	u := usageOf(end.Usage)
 	content, isErr := composeResult(resultInput{
@@ -164,25 +172,31 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 			rec.Agent = l.Agent.Name
 		}
 	}
-	return result(content, isErr, &rec)
+	return result(content, isErr, &rec), started, end.Time
 }
 
 // attemptEnd returns the end entry of the attempt that started after the
 // first prior attempts of tr, if it started and ended.
 func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) {
-	started, target := 0, ""
+	end, _, ok := attemptSpan(tr, prior)
+	return end, ok
+}
+
+// attemptSpan is attemptEnd with the time the attempt started.
+func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, started time.Time, ok bool) {
+	n, target := 0, ""
 	for _, a := range tr.Attempts() {
 		switch {
 		case a.Phase == session.PhaseStart && target == "":
-			if started == prior {
-				target = a.AttemptID
+			if n == prior {
+				target, started = a.AttemptID, a.Time
 			}
-			started++
+			n++
 		case a.Phase == session.PhaseEnd && target != "" && a.AttemptID == target:
-			return a, true
+			return a, started, true
 		}
 	}
-	return session.AttemptEntry{}, false
+	return session.AttemptEntry{}, time.Time{}, false
 }
 
 // answerFromWorktree answers a dangling task call whose child never got a
@@ -204,4 +218,74 @@ func answerFromWorktree(ctx context.Context, inkHome, parentID string, call mode
 		return ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: true}}}}, true
 	}
 	return ipc.Answer{}, false
+}
+
+// backgroundIDLine is how a background task call's answer names its child
+// (startedText); a continued session finds its children by it.
+const backgroundIDLine = "child session id: "
+
+// recoverBackground registers in ar's registry, as ended and not yet
+// collected, the background children of a continued main transcript whose
+// results its agent never collected because their supervisor died: each
+// with its answer from its own transcript (its result when its attempt
+// ended, interrupted by the host's loss as a worker records it), so that
+// task_wait, task_status and the end-of-turn note hand them over as if
+// the run had not stopped. A child whose attempt left no end, or whose
+// transcript cannot be read, is left out: task_wait on it says how to
+// continue it.
+func recoverBackground(tr *session.Transcript, ar *agentRun) {
+	calls := map[string]model.ToolCall{}
+	type started struct {
+		call  model.ToolCall
+		args  TaskArgs
+		prior int // the child's attempts recorded before this call's
+	}
+	var order []string // child ids, first seen first
+	inOrder := map[string]bool{}
+	open := map[string]started{} // child id -> its uncollected background call
+	recorded := map[string]int{}
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = c
+		}
+		for _, r := range m.Results {
+			c, ok := calls[r.ToolCallID]
+			if !ok || c.Name != "task" {
+				continue
+			}
+			args, err := ParseTaskArgs(c.Args)
+			_, idText, found := strings.Cut(r.Content, backgroundIDLine)
+			id := strings.TrimSpace(idText)
+			if err != nil || !args.Background || !found || !session.ValidID(id) {
+				continue
+			}
+			if !inOrder[id] {
+				inOrder[id] = true
+				order = append(order, id)
+			}
+			open[id] = started{call: c, args: args, prior: recorded[id]}
+		}
+		for _, rec := range session.TaskRecordsOf(m) {
+			if rec.ChildID != "" && rec.Launched {
+				recorded[rec.ChildID]++
+				delete(open, rec.ChildID) // collected
+			}
+		}
+	}
+	for _, id := range order {
+		st, ok := open[id]
+		if !ok {
+			continue
+		}
+		a, began, ended := answerFromChildTimed(tr, st.call, st.args, session.ChildPath(tr.Path, id), st.prior)
+		rec, err := session.ParseTaskRecord(a.TaskRecord)
+		if err != nil || len(a.Message.Results) != 1 {
+			continue // no ended attempt to hand over
+		}
+		res := a.Message.Results[0]
+		ar.registry().recovered(&trackedChild{
+			id: id, label: ar.nextChildLabel(), agent: rec.Agent, prompt: st.args.Prompt, callID: st.call.ID, background: true, start: began,
+		}, ended, taskAnswer{Content: res.Content, IsError: res.IsError, Record: rec,
+			Result: attemptResult{Status: rec.Status, Reason: rec.Reason, Turns: rec.Turns, Usage: usageOf(rec.Usage)}})
+	}
 }

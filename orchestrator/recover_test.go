@@ -322,3 +322,79 @@ func TestChildAnswersMatchAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverBackground: continuing a session whose supervisor died puts
+// back, as ended and not yet collected, each background child whose result
+// its agent never collected — with its answer and record from its own
+// transcript, from the attempt that call started — and leaves out the
+// ones already collected and the ones whose attempt left no end.
+func TestRecoverBackground(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	mainID := session.NewID()
+	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	done := agentChildOf(t, main, cwd, "tester").run("01d1", "run the tests", "two tests fail", true)
+	collected := childOf(t, main, cwd).run("01c1", "lint", "clean", true)
+	unended := childOf(t, main, cwd).run("01u1", "slow", "", false)
+	started := func(callID, id string) model.Message {
+		return model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task",
+			Content: startedText(ChildStatus{ID: id})}}}
+	}
+	u := model.Usage{}
+	rec := record(t, session.TaskRecord{Version: 1, AttemptID: "01c1", TaskToolCallID: "w", ParentSessionID: mainID, ChildID: collected.id,
+		Launched: true, Status: StatusCompleted, Usage: &u, Transcript: &session.TranscriptRef{Present: true, Path: collected.path}})
+	main.msg(model.UserText("p")).
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			taskCallOf("b1", `{"prompt":"run the tests","agent":"tester","background":true}`),
+			taskCallOf("b2", `{"prompt":"lint","background":true}`),
+			taskCallOf("b3", `{"prompt":"slow","background":true}`),
+			taskCallOf("f", `{"prompt":"run the tests"}`),
+		}}).
+		msg(started("b1", done.id)).msg(started("b2", collected.id)).msg(started("b3", unended.id)).
+		msg(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "f", ToolName: "task", Content: "x"}}}).
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "w", Name: "task_wait", Args: json.RawMessage(`{"ids":["` + collected.id + `"]}`)}}}).
+		msg(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "w", ToolName: "task_wait", Content: "clean"}}, TaskRecords: []json.RawMessage{rec}}).
+		// The collected child, resumed in the background and not collected
+		// again: its second attempt is put back.
+		msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			taskCallOf("b4", fmt.Sprintf(`{"prompt":"lint again","resume":%q,"background":true}`, collected.id))}}).
+		msg(started("b4", collected.id))
+	collected.run("01c2", "lint again", "still clean", true)
+	tr, err := session.Open(main.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := &agentRun{label: "main", transcript: main.path}
+	recoverBackground(tr, ar)
+
+	pending := (&Orchestrator{}).pendingChildren(ar)
+	if len(pending.Pending) != 2 || pending.Pending[0] != done.id || pending.Pending[1] != collected.id {
+		t.Fatalf("pending after recovery: %v (%s)", pending.Pending, pending.Content)
+	}
+	st := pending.Children[0]
+	if st.State != ChildEnded || st.Status != StatusCompleted || st.Agent != "tester" || st.Label != "main/1" || st.Collected || st.Turns != 1 {
+		t.Errorf("recovered child's status: %+v", st)
+	}
+	targets, bad := lookup(ar, "task_wait", []string{done.id})
+	if bad != nil {
+		t.Fatalf("task_wait cannot find the recovered child: %s", bad.Content)
+	}
+	ans := collectAnswer("task_wait", targets, nil, "")
+	if !strings.Contains(ans.Content, "two tests fail") || !strings.Contains(ans.Content, "recovered from the child's own transcript") ||
+		len(ans.Records) != 1 || ans.Records[0].ChildID != done.id || ans.Records[0].Status != StatusCompleted {
+		t.Errorf("task_wait of the recovered child: %q, records %+v", ans.Content, ans.Records)
+	}
+	if again := collectAnswer("task_wait", targets, nil, ""); len(again.Records) != 0 {
+		t.Errorf("the record was handed out twice")
+	}
+	again, bad := lookup(ar, "task_wait", []string{collected.id})
+	if bad != nil {
+		t.Fatalf("task_wait cannot find the child resumed in the background: %s", bad.Content)
+	}
+	if a := collectAnswer("task_wait", again, nil, ""); !strings.Contains(a.Content, "still clean") || len(a.Records) != 1 || a.Records[0].AttemptID != "01c2" {
+		t.Errorf("task_wait of the child resumed in the background: %q, records %+v", a.Content, a.Records)
+	}
+	if ar.registry().get(unended.id) != nil {
+		t.Errorf("the child whose attempt never ended was put back")
+	}
+}

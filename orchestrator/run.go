@@ -83,6 +83,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		ar.sessionID, ar.transcript = tr.Header.ID, path
 		spec.SessionID, spec.Transcript, spec.ExpectHeader, spec.Repair = tr.Header.ID, path, hdr, true
 		spec.Answers = childAnswers(ctx, o.cfg.InkHome, tr)
+		recoverBackground(tr, ar)
 	} else {
 		id := session.NewID()
 		ar.sessionID, ar.transcript = id, session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -172,5 +174,67 @@ func TestRunBackgroundReminder(t *testing.T) {
 	// went on after the reminders.
 	if turns := int(runEnd[0]["turns"].(float64)); turns != 5 {
 		t.Fatalf("run.end turns = %d, want 5 (the task call, the first answer, two after reminders, the final one)", turns)
+	}
+}
+
+// TestRunSessionCollectsBackgroundAfterHostLoss: ink is SIGKILLed after a
+// background child reported and before its agent collected it; continuing
+// the session hands the child's result, with its record, to the next
+// task_wait, and the run after that has nothing left to collect.
+func TestRunSessionCollectsBackgroundAfterHostLoss(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls: [{tool: task, args: {prompt: "count the files", background: true}}]
+  - when: {depth: 0, user: "^start$"}
+    reply: {text: "never written", delay: 300s}
+  - when: {depth: 1}
+    reply: {text: "42 files"}
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task_wait, args: {}}]
+  - when: {depth: 0, tool: task_wait, result: "42 files"}
+    reply: {text: "collected: 42 files"}
+  - when: {depth: 0, tool: task_wait}
+    reply: {text: "nothing to collect"}
+`)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "task.end" })
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, time.Minute)
+
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	end := ofType(events(t, q.stdout.Bytes()), "run.end")
+	if len(end) != 1 || end[0]["text"] != "collected: 42 files" {
+		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
+	}
+	tr, err := session.Open(end[0]["transcript"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []session.TaskRecord
+	for _, m := range tr.Messages {
+		if len(m.Results) == 1 && m.Results[0].ToolName == "task_wait" {
+			recs = append(recs, session.TaskRecordsOf(m)...)
+		}
+	}
+	if len(recs) != 1 || recs[0].Status != "completed" || !recs[0].Launched {
+		t.Fatalf("task_wait records %+v, want the background child's", recs)
+	}
+
+	r, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "again")
+	if code != 0 {
+		t.Fatalf("second continue: exit %d\nstderr:\n%s", code, r.stderr.String())
+	}
+	if end := ofType(events(t, r.stdout.Bytes()), "run.end"); len(end) != 1 || end[0]["text"] != "nothing to collect" {
+		t.Fatalf("second continue's run.end %v", end)
 	}
 }
