@@ -114,7 +114,7 @@ func startedText(st ChildStatus) string {
 	if len(about) > 0 {
 		what = " (" + strings.Join(about, ", ") + ")"
 	}
-	return fmt.Sprintf("child %s started in the background%s.\n"+
+	return fmt.Sprintf(startedLead+"%s.\n"+
 		"Do other work meanwhile, then collect its result with task_wait({ids: [%q]}) — or task_wait({}) for every background child not collected yet. "+
 		"task_status shows its progress; task_cancel({id: %q}) stops it.\n"+
 		"child session id: %s", st.ID, what, st.ID, st.ID, st.ID)

@@ -224,6 +224,9 @@ func answerFromWorktree(ctx context.Context, inkHome, parentID string, call mode
 // (startedText); a continued session finds its children by it.
 const backgroundIDLine = "child session id: "
 
+// startedLead is how startedText begins, for the child's id.
+const startedLead = "child %s started in the background"
+
 // recoverBackground registers in ar's registry, as ended and not yet
 // collected, the background children of a continued main transcript whose
 // results its agent never collected because their supervisor died: each
@@ -256,8 +259,9 @@ func recoverBackground(tr *session.Transcript, ar *agentRun) {
 			args, err := ParseTaskArgs(c.Args)
 			_, idText, found := strings.Cut(r.Content, backgroundIDLine)
 			id := strings.TrimSpace(idText)
-			if err != nil || !args.Background || !found || !session.ValidID(id) {
-				continue
+			if err != nil || !args.Background || !found || !session.ValidID(id) ||
+				!strings.HasPrefix(r.Content, fmt.Sprintf(startedLead, id)) {
+				continue // not an answer that started a child
 			}
 			if !inOrder[id] {
 				inOrder[id] = true
