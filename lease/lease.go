@@ -368,6 +368,15 @@ func (l *Lease) Release() error {
 	return l.releaseErr
 }
 
+// SetBudget records the token budget of the holder's tree — its limit
+// and what is left — in the holder's record, which the next heartbeat
+// publishes for `ink status`. Safe for concurrent use.
+func (l *Lease) SetBudget(limit, remaining int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.meta.Budget = &Budget{Limit: limit, Remaining: remaining}
+}
+
 // SyncRecord makes the content of an acquisition record published with
 // Options.SyncLater durable; its directory entry becomes durable with the
 // holder's next sync of the transcript's directory. It does nothing for a

@@ -28,6 +28,16 @@ type Meta struct {
 	HeartbeatAt         time.Time `json:"heartbeatAt"`
 	HeartbeatIntervalMs int64     `json:"heartbeatIntervalMs,omitempty"`
 	ProgressSeq         int64     `json:"progressSeq"`
+	// Budget is the token budget of the holder's tree of agents, as the
+	// holder last knew it; nil without one (SetBudget).
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is a tree's token budget as one holder sees it: the limit and
+// what is left of it (negative once overspent).
+type Budget struct {
+	Limit     int64 `json:"limit"`
+	Remaining int64 `json:"remaining"`
 }
 
 // HeartbeatInterval returns the interval the holder promised to beat at, or

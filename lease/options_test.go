@@ -134,3 +134,31 @@ func TestEmptyRecordStartsTheCount(t *testing.T) {
 		t.Fatalf("record after an empty one: %+v", m)
 	}
 }
+
+// TestSetBudgetReachesTheRecord: the budget a holder sets is in its record
+// after the next heartbeat, and changes with it.
+func TestSetBudgetReachesTheRecord(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	l, err := AcquireWith(path, Owner{AttemptID: "att-1"}, Options{Heartbeat: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if m := mustReadMeta(t, path); m.Budget != nil {
+		t.Fatalf("a record without a budget set shows %+v", m.Budget)
+	}
+	l.StartHeartbeat(10 * time.Millisecond)
+	for _, left := range []int64{90_000, -5} {
+		l.SetBudget(100_000, left)
+		var got *Budget
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if got = mustReadMeta(t, path).Budget; got != nil && got.Remaining == left {
+				break
+			}
+		}
+		if got == nil || got.Limit != 100_000 || got.Remaining != left {
+			t.Fatalf("record's budget %+v, want 100000 with %d left", got, left)
+		}
+	}
+}

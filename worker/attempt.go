@@ -300,6 +300,11 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			a.log.Error("Lease release failed", "err", err)
 		}
 	}()
+	if a.budget != nil {
+		// What is left of the tree's budget goes into the lease record,
+		// for `ink status`.
+		a.budget.reportTo(func(left int64) { l.SetBudget(sp.Budget, left) })
+	}
 	l.StartHeartbeat(heartbeat)
 	epoch := l.Epoch()
 	go func() {

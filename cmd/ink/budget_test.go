@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 )
 
@@ -102,5 +105,55 @@ func TestBudgetSoftLanding(t *testing.T) {
 	if len(results) != 2 || !strings.Contains(results[0], "partial findings, unfinished") ||
 		!strings.Contains(results[0], "[task] the run's token budget ran out; this is the child's wrap-up answer, not a confirmed completion.") {
 		t.Fatalf("task results:\n%s", strings.Join(results, "\n---\n"))
+	}
+}
+
+// TestStatusShowsBudget: under --budget, `ink status` shows for each live
+// worker what is left of its tree's budget, as its worker last knew it.
+func TestStatusShowsBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "count"}}]
+      usage: {input: 1000, output: 100}
+  - when: {depth: 0}
+    reply: {text: "done"}
+  - when: {depth: 1, turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "true"}}]
+      usage: {input: 2000, output: 200}
+  - when: {depth: 1}
+    reply: {text: "too late", delay: 120s}
+`)
+	p := e.start("run", "--json", "--budget", "100k", "--model", "script:"+script, "go")
+	killLater(t, num(waitForEvent(t, p, "worker.start"), "pid"))
+	killLater(t, num(waitForEvent(t, p, "task.start"), "pid"))
+	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.end" && m["agent"] == "main/1" })
+
+	// The child spent 2.2k of what the main agent's 1.1k left.
+	want := int64(100_000 - 1_100 - 2_200)
+	var child map[string]any
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, s := range e.jsonLines(0, "status", "--json") {
+			if b, _ := s["budget"].(map[string]any); s["agent"] == "main/1" && b != nil && int64(num(b, "remaining")) == want {
+				child = s
+			}
+		}
+		if child != nil {
+			break
+		}
+	}
+	if child == nil {
+		t.Fatalf("ink status --json never showed the child with %d of its tree's budget left: %v", want, e.jsonLines(0, "status", "--json"))
+	}
+	if b := child["budget"].(map[string]any); num(b, "limit") != 100_000 {
+		t.Errorf("child's budget %v, want the limit 100000", b)
+	}
+	sp, code := e.run("status")
+	line := fmt.Sprintf("budget %s of %s left", orchestrator.CompactTokens(want), orchestrator.CompactTokens(100_000))
+	if code != 0 || !strings.Contains(sp.stdout.String(), line) {
+		t.Errorf("ink status: exit %d, want %q\n%s", code, line, sp.stdout.String())
 	}
 }

@@ -27,7 +27,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 agent and every child) and the shell parent of an ink task. For each it shows
 the agent, the pid, the lease state (held, or hung when its heartbeat stopped),
 the heartbeat age, how long it has run, the tokens of its current attempt as
-recorded in its transcript, and the transcript. A hung worker can be stopped
+recorded in its transcript (and, under --budget, what is left of the tree's
+budget), and the transcript. A hung worker can be stopped
 with: ink leases break PATH`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,7 +71,10 @@ type statusRow struct {
 	AttemptID      string       `json:"attemptId,omitempty"`
 	Epoch          int64        `json:"epoch,omitempty"`
 	Tokens         *model.Usage `json:"tokens,omitempty"`
-	Transcript     string       `json:"transcript"`
+	// Budget is the token budget of the worker's tree (--budget), as the
+	// worker last knew it.
+	Budget     *lease.Budget `json:"budget,omitempty"`
+	Transcript string        `json:"transcript"`
 }
 
 func statusOf(in lease.Info) statusRow {
@@ -79,6 +83,7 @@ func statusOf(in lease.Info) statusRow {
 		started := m.StartedAt
 		r.StartedAt, r.ProgressSeq, r.Session, r.AttemptID, r.Epoch = &started, m.ProgressSeq, m.SessionID, m.AttemptID, m.Epoch
 		r.Tokens = attemptTokens(in.Path, m.AttemptID)
+		r.Budget = m.Budget
 	}
 	return r
 }
@@ -110,6 +115,9 @@ func printStatus(live []lease.Info) error {
 		}
 		if r.Tokens != nil {
 			tokens = tokenCount(*r.Tokens)
+		}
+		if b := r.Budget; b != nil {
+			tokens += fmt.Sprintf(", budget %s of %s left", orchestrator.CompactTokens(max(b.Remaining, 0)), orchestrator.CompactTokens(b.Limit))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", dash(r.Agent), r.Pid, r.Lease, ago(in.HeartbeatAge), running, tokens, r.Transcript)
 	}
