@@ -11,7 +11,7 @@ import (
 // adapter against a loopback server; BenchmarkStreamToolTurnFloor reads the
 // same bytes with a bare HTTP request, the floor it is measured against.
 func BenchmarkStreamToolTurn(b *testing.B) {
-	f := newFakeAPI(b, reply{body: fixture(b, "tools.sse")})
+	f := newFakeAPI(b, reply{Body: fixture(b, "tools.sse")})
 	p := newProvider(f)
 	req := userAsks("look")
 	b.ReportAllocs()
@@ -23,7 +23,7 @@ func BenchmarkStreamToolTurn(b *testing.B) {
 }
 
 func BenchmarkStreamToolTurnFloor(b *testing.B) {
-	f := newFakeAPI(b, reply{body: fixture(b, "tools.sse")})
+	f := newFakeAPI(b, reply{Body: fixture(b, "tools.sse")})
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := http.Post(f.URL+"/v1/messages", "application/json", nil)

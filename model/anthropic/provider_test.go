@@ -6,7 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,38 +15,6 @@ import (
 )
 
 const testModel = "claude-sonnet-4-5-20250929"
-
-// recorder collects deltas; safe for use from the provider's goroutine.
-type recorder struct {
-	mu     sync.Mutex
-	deltas []model.Delta
-}
-
-func (r *recorder) add(d model.Delta) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.deltas = append(r.deltas, d)
-}
-
-func (r *recorder) ofType(typ string) []model.Delta {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []model.Delta
-	for _, d := range r.deltas {
-		if d.Type == typ {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func (r *recorder) text(typ string) string {
-	var b strings.Builder
-	for _, d := range r.ofType(typ) {
-		b.WriteString(d.Text)
-	}
-	return b.String()
-}
 
 func newProvider(f *fakeAPI) *anthropic.Provider {
 	return anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: f.URL, Model: testModel})
@@ -70,19 +37,19 @@ func userAsks(text string) model.Request {
 
 func TestTextAnswerWithThinking(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	var rec recorder
-	msg, err := newProvider(f).Stream(context.Background(), userAsks("where is the entry point?"), rec.add)
+	msg, err := newProvider(f).Stream(context.Background(), userAsks("where is the entry point?"), rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := msg.Text(); got != "The entry point is src/main.go." {
 		t.Errorf("text = %q", got)
 	}
-	if got := rec.text("text"); got != msg.Text() {
+	if got := rec.Text("text"); got != msg.Text() {
 		t.Errorf("streamed text %q, message text %q", got, msg.Text())
 	}
-	if got := rec.text("thinking"); got != "The user wants the entry point." {
+	if got := rec.Text("thinking"); got != "The user wants the entry point." {
 		t.Errorf("streamed thinking = %q", got)
 	}
 	want := model.Block{Type: "thinking", Text: "The user wants the entry point.", Signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxjh+2g=="}
@@ -93,7 +60,7 @@ func TestTextAnswerWithThinking(t *testing.T) {
 		t.Errorf("role/stop/model = %q/%q/%q", msg.Role, msg.StopReason, msg.Model)
 	}
 
-	req := f.requests(t)[0]
+	req := f.Requests(t)[0]
 	if req["stream"] != true || req["model"] != testModel {
 		t.Errorf("request stream/model = %v/%v", req["stream"], req["model"])
 	}
@@ -107,14 +74,14 @@ func TestTextAnswerWithThinking(t *testing.T) {
 	if _, ok := req["thinking"]; ok {
 		t.Errorf("thinking = %v, want it absent (off by default)", req["thinking"])
 	}
-	if h := f.headers[0]; h.Get("X-Api-Key") != "sk-ant-test" && h.Get("Authorization") != "Bearer sk-ant-test" {
+	if h := f.Header(0); h.Get("X-Api-Key") != "sk-ant-test" && h.Get("Authorization") != "Bearer sk-ant-test" {
 		t.Errorf("the key was not sent: x-api-key %q, authorization %q", h.Get("X-Api-Key"), h.Get("Authorization"))
 	}
 }
 
 func TestUsageCountsCache(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	msg, err := newProvider(f).Stream(context.Background(), userAsks("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,14 +94,14 @@ func TestUsageCountsCache(t *testing.T) {
 
 func TestParallelToolCallsFromSplitJSON(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "tools.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "tools.sse")})
 	var rec recorder
 	req := userAsks("look at main")
 	req.Tools = []model.ToolSpec{
 		{Name: "read", Description: "Read a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"}},"required":["path"],"additionalProperties":false}`)},
 		{Name: "grep", Description: "Search", Schema: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}}}`)},
 	}
-	msg, err := newProvider(f).Stream(context.Background(), req, rec.add)
+	msg, err := newProvider(f).Stream(context.Background(), req, rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +112,14 @@ func TestParallelToolCallsFromSplitJSON(t *testing.T) {
 	if !reflect.DeepEqual(msg.ToolCalls, want) {
 		t.Errorf("tool calls = %s\nwant %s", dump(msg.ToolCalls), dump(want))
 	}
-	calls := rec.ofType("toolCall")
+	calls := rec.OfType("toolCall")
 	if len(calls) != 2 || calls[0].ToolCall.ID != "toolu_01A" || calls[1].ToolCall.ID != "toolu_01B" {
 		t.Errorf("toolCall deltas = %s, want both calls in order", dump(calls))
 	}
 	if msg.StopReason != "tool_use" || msg.Text() != "I'll look at both." {
 		t.Errorf("stop %q text %q", msg.StopReason, msg.Text())
 	}
-	tools := f.requests(t)[0]["tools"].([]any)
+	tools := f.Requests(t)[0]["tools"].([]any)
 	read := tools[0].(map[string]any)
 	schema := read["input_schema"].(map[string]any)
 	if read["name"] != "read" || read["description"] != "Read a file" || schema["type"] != "object" ||
@@ -163,7 +130,7 @@ func TestParallelToolCallsFromSplitJSON(t *testing.T) {
 
 func TestToolResultRoundTrip(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	history := []model.Message{
 		model.UserText("look at main"),
 		{Role: model.RoleAssistant, Content: []model.Block{
@@ -182,7 +149,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 	if _, err := newProvider(f).Stream(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	msgs := f.requests(t)[0]["messages"].([]any)
+	msgs := f.Requests(t)[0]["messages"].([]any)
 	if len(msgs) != 3 {
 		t.Fatalf("sent %d messages, want 3 (user, assistant, one user turn of results): %s", len(msgs), dump(msgs))
 	}
@@ -243,13 +210,13 @@ func TestThinkingLevels(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+			f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 			req := userAsks("think")
 			req.Model, req.Thinking, req.MaxTokens = tc.model, tc.level, tc.maxTokens
 			if _, err := newProvider(f).Stream(context.Background(), req, nil); err != nil {
 				t.Fatal(err)
 			}
-			got := f.requests(t)[0]
+			got := f.Requests(t)[0]
 			th, _ := got["thinking"].(map[string]any)
 			if !reflect.DeepEqual(th, tc.wantThinking) {
 				t.Errorf("thinking = %v, want %v", got["thinking"], tc.wantThinking)
@@ -274,14 +241,14 @@ func TestStreamCutMidway(t *testing.T) {
 		name string
 		r    reply
 	}{
-		{"connection dropped", reply{body: fixture(t, "cut.sse"), cut: true}},
-		{"body ended without message_stop", reply{body: fixture(t, "cut.sse")}},
+		{"connection dropped", reply{Body: fixture(t, "cut.sse"), Cut: true}},
+		{"body ended without message_stop", reply{Body: fixture(t, "cut.sse")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeAPI(t, tc.r)
 			var rec recorder
-			msg, err := openProvider(t, f).Stream(context.Background(), userAsks("go"), rec.add)
+			msg, err := openProvider(t, f).Stream(context.Background(), userAsks("go"), rec.Add)
 			if err == nil {
 				t.Fatal("no error for a cut stream")
 			}
@@ -301,7 +268,7 @@ func TestStreamCutMidway(t *testing.T) {
 			if len(msg.ToolCalls) != 0 {
 				t.Errorf("an unfinished tool call was kept: %s", dump(msg.ToolCalls))
 			}
-			if n := len(f.requests(t)); n != 1 {
+			if n := len(f.Requests(t)); n != 1 {
 				t.Errorf("%d requests: a stream that already showed text must not be retried", n)
 			}
 		})
@@ -311,12 +278,12 @@ func TestStreamCutMidway(t *testing.T) {
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	t.Parallel()
 	f := newFakeAPI(t,
-		reply{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
-		reply{body: fixture(t, "text.sse")},
+		reply{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
+		reply{Body: fixture(t, "text.sse")},
 	)
 	var rec recorder
 	start := time.Now()
-	msg, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.add)
+	msg, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,34 +293,34 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if msg.Text() != "The entry point is src/main.go." {
 		t.Errorf("text after retry = %q", msg.Text())
 	}
-	retries := rec.ofType("retry")
+	retries := rec.OfType("retry")
 	if len(retries) != 1 || retries[0].Text != "anthropic: 429 rate limited; retrying in 1s (attempt 2/5)" {
 		t.Errorf("retry deltas = %s", dump(retries))
 	}
-	if n := len(f.requests(t)); n != 2 {
+	if n := len(f.Requests(t)); n != 2 {
 		t.Errorf("server saw %d requests, want 2", n)
 	}
 }
 
 func TestOverloadedEventBeforeContentIsRetried(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "overloaded.sse")}, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "overloaded.sse")}, reply{Body: fixture(t, "text.sse")})
 	var rec recorder
-	msg, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.add)
+	msg, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.Text() == "" || len(rec.ofType("retry")) != 1 {
-		t.Errorf("text %q, retry deltas %s", msg.Text(), dump(rec.ofType("retry")))
+	if msg.Text() == "" || len(rec.OfType("retry")) != 1 {
+		t.Errorf("text %q, retry deltas %s", msg.Text(), dump(rec.OfType("retry")))
 	}
-	if !strings.Contains(rec.ofType("retry")[0].Text, "overloaded_error") {
-		t.Errorf("retry notice %q does not say why", rec.ofType("retry")[0].Text)
+	if !strings.Contains(rec.OfType("retry")[0].Text, "overloaded_error") {
+		t.Errorf("retry notice %q does not say why", rec.OfType("retry")[0].Text)
 	}
 }
 
 func TestAuthFailureNamesTheVariable(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
+	f := newFakeAPI(t, reply{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 	_, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), nil)
 	if err == nil {
 		t.Fatal("no error for 401")
@@ -362,14 +329,14 @@ func TestAuthFailureNamesTheVariable(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}
-	if n := len(f.requests(t)); n != 1 {
+	if n := len(f.Requests(t)); n != 1 {
 		t.Errorf("a 401 was retried (%d requests)", n)
 	}
 }
 
 func TestContextLengthError(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212000 tokens > 200000 maximum"}}`})
+	f := newFakeAPI(t, reply{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212000 tokens > 200000 maximum"}}`})
 	_, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), nil)
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != model.KindContextLength {
@@ -382,19 +349,19 @@ func TestContextLengthError(t *testing.T) {
 
 func TestRetriesExhaustedKeepProviderMessage(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{status: 529, header: map[string]string{"retry-after-ms": "10"}, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	f := newFakeAPI(t, reply{Status: 529, Header: map[string]string{"retry-after-ms": "10"}, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
 	var rec recorder
-	_, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.add)
+	_, err := openProvider(t, f).Stream(context.Background(), userAsks("hi"), rec.Add)
 	if err == nil {
 		t.Fatal("no error after every attempt failed")
 	}
 	if !strings.Contains(err.Error(), "Overloaded") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Errorf("error = %q", err)
 	}
-	if n := len(f.requests(t)); n != 5 {
+	if n := len(f.Requests(t)); n != 5 {
 		t.Errorf("%d requests, want 5", n)
 	}
-	if got := len(rec.ofType("retry")); got != 4 {
+	if got := len(rec.OfType("retry")); got != 4 {
 		t.Errorf("%d retry notices, want 4", got)
 	}
 }
@@ -402,7 +369,7 @@ func TestRetriesExhaustedKeepProviderMessage(t *testing.T) {
 func TestCancelReturnsPromptly(t *testing.T) {
 	t.Parallel()
 	partial := strings.Join(strings.SplitAfter(fixture(t, "cut.sse"), "\n\n")[:3], "")
-	f := newFakeAPI(t, reply{body: partial, hang: true})
+	f := newFakeAPI(t, reply{Body: partial, Hang: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan model.Delta, 10)
 	done := make(chan error, 1)
@@ -438,7 +405,7 @@ func dump(v any) string {
 
 func TestBaseURLWithV1IsAccepted(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	p := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: f.URL + "/v1/", Model: testModel})
 	if _, err := p.Stream(context.Background(), userAsks("hi"), nil); err != nil {
 		t.Fatalf("a base URL ending in /v1 failed: %v", err)
@@ -449,7 +416,7 @@ func TestConnectionLostAfterFinalUsageLosesNothing(t *testing.T) {
 	t.Parallel()
 	body := fixture(t, "text.sse")
 	body = body[:strings.Index(body, "event: message_stop")]
-	f := newFakeAPI(t, reply{body: body, cut: true})
+	f := newFakeAPI(t, reply{Body: body, Cut: true})
 	msg, err := newProvider(f).Stream(context.Background(), userAsks("hi"), nil)
 	if err != nil {
 		t.Fatalf("error %v after the stop reason and final usage had arrived", err)
@@ -471,7 +438,7 @@ func TestRedactedThinkingRoundTrip(t *testing.T) {
 		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
 		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
 	}, "\n\n") + "\n\n"
-	f := newFakeAPI(t, reply{body: sse})
+	f := newFakeAPI(t, reply{Body: sse})
 	p := newProvider(f)
 	msg, err := p.Stream(context.Background(), userAsks("hi"), nil)
 	if err != nil {
@@ -484,7 +451,7 @@ func TestRedactedThinkingRoundTrip(t *testing.T) {
 	if _, err := p.Stream(context.Background(), next, nil); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.requests(t)[1]["messages"].([]any)[1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	sent := f.Requests(t)[1]["messages"].([]any)[1].(map[string]any)["content"].([]any)[0].(map[string]any)
 	if sent["type"] != "redacted_thinking" || sent["data"] != "EmwKAhgBEgy3va3pzix" {
 		t.Errorf("redacted thinking sent back as %s", dump(sent))
 	}

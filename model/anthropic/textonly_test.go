@@ -14,7 +14,7 @@ import (
 // tool_choice none, with thinking still on when asked for.
 func TestTextOnlyRequest(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	p := newProvider(f)
 	req := userAsks("wrap up")
 	req.Model, req.Thinking = testModel, "low"
@@ -26,7 +26,7 @@ func TestTextOnlyRequest(t *testing.T) {
 	if _, err := p.Stream(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	reqs := f.requests(t)
+	reqs := f.Requests(t)
 	if _, ok := reqs[0]["tool_choice"]; ok {
 		t.Errorf("ordinary request sets tool_choice %v", reqs[0]["tool_choice"])
 	}

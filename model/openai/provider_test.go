@@ -6,7 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,38 +13,6 @@ import (
 	"github.com/inkdev/ink/model/connect"
 	"github.com/inkdev/ink/model/openai"
 )
-
-// recorder collects deltas; safe for use from the provider's goroutine.
-type recorder struct {
-	mu     sync.Mutex
-	deltas []model.Delta
-}
-
-func (r *recorder) add(d model.Delta) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.deltas = append(r.deltas, d)
-}
-
-func (r *recorder) ofType(typ string) []model.Delta {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []model.Delta
-	for _, d := range r.deltas {
-		if d.Type == typ {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func (r *recorder) text(typ string) string {
-	var b strings.Builder
-	for _, d := range r.ofType(typ) {
-		b.WriteString(d.Text)
-	}
-	return b.String()
-}
 
 func newProvider(f *fakeAPI) *openai.Provider {
 	return openai.New(openai.Config{Name: "openai", APIKey: "sk-test", KeyVar: "OPENAI_API_KEY", BaseURL: f.URL + "/v1", Model: "gpt-5.4"})
@@ -69,21 +36,21 @@ func userAsks(text string) model.Request {
 
 func TestTextAnswer(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	var rec recorder
 	req := userAsks("where is the entry point?")
 	req.MaxTokens = 2000
-	msg, err := newProvider(f).Stream(context.Background(), req, rec.add)
+	msg, err := newProvider(f).Stream(context.Background(), req, rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.Text() != "The entry point is src/main.go." || rec.text("text") != msg.Text() {
-		t.Errorf("text = %q, streamed %q", msg.Text(), rec.text("text"))
+	if msg.Text() != "The entry point is src/main.go." || rec.Text("text") != msg.Text() {
+		t.Errorf("text = %q, streamed %q", msg.Text(), rec.Text("text"))
 	}
 	if msg.Role != model.RoleAssistant || msg.StopReason != "stop" || msg.Model != "gpt-5.4" {
 		t.Errorf("role/stop/model = %q/%q/%q", msg.Role, msg.StopReason, msg.Model)
 	}
-	req0 := f.requests(t)[0]
+	req0 := f.Requests(t)[0]
 	if req0["stream"] != true || req0["model"] != "gpt-5.4" {
 		t.Errorf("stream/model = %v/%v", req0["stream"], req0["model"])
 	}
@@ -97,14 +64,14 @@ func TestTextAnswer(t *testing.T) {
 	if sys["role"] != "system" || sys["content"] != "You are ink." {
 		t.Errorf("first message = %v", sys)
 	}
-	if got := f.headers[0].Get("Authorization"); got != "Bearer sk-test" {
+	if got := f.Header(0).Get("Authorization"); got != "Bearer sk-test" {
 		t.Errorf("authorization = %q", got)
 	}
 }
 
 func TestUsageFromFinalChunk(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	msg, err := newProvider(f).Stream(context.Background(), userAsks("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +86,14 @@ func TestUsageFromFinalChunk(t *testing.T) {
 
 func TestParallelToolCallsAssembledByIndex(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "tools.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "tools.sse")})
 	var rec recorder
 	req := userAsks("look at main")
 	req.Tools = []model.ToolSpec{
 		{Name: "read", Description: "Read a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 		{Name: "grep", Description: "Search", Schema: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}}}`)},
 	}
-	msg, err := newProvider(f).Stream(context.Background(), req, rec.add)
+	msg, err := newProvider(f).Stream(context.Background(), req, rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +104,14 @@ func TestParallelToolCallsAssembledByIndex(t *testing.T) {
 	if !reflect.DeepEqual(msg.ToolCalls, want) {
 		t.Errorf("tool calls = %s\nwant %s", dump(msg.ToolCalls), dump(want))
 	}
-	calls := rec.ofType("toolCall")
+	calls := rec.OfType("toolCall")
 	if len(calls) != 2 || calls[0].ToolCall.ID != "call_A" || calls[1].ToolCall.ID != "call_B" {
 		t.Errorf("toolCall deltas = %s", dump(calls))
 	}
 	if msg.StopReason != "tool_calls" || msg.Text() != "I'll look at both." {
 		t.Errorf("stop %q text %q", msg.StopReason, msg.Text())
 	}
-	tools := f.requests(t)[0]["tools"].([]any)
+	tools := f.Requests(t)[0]["tools"].([]any)
 	fn := tools[0].(map[string]any)["function"].(map[string]any)
 	if tools[0].(map[string]any)["type"] != "function" || fn["name"] != "read" || fn["description"] != "Read a file" ||
 		!reflect.DeepEqual(fn["parameters"].(map[string]any)["required"], []any{"path"}) {
@@ -155,7 +122,7 @@ func TestParallelToolCallsAssembledByIndex(t *testing.T) {
 func TestCallsThatReuseAnIndex(t *testing.T) {
 	t.Parallel()
 	// Some local servers send every call whole, each numbered 0.
-	f := newFakeAPI(t, reply{body: fixture(t, "reused_index.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "reused_index.sse")})
 	msg, err := newProvider(f).Stream(context.Background(), userAsks("look"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +138,7 @@ func TestCallsThatReuseAnIndex(t *testing.T) {
 
 func TestToolResultRoundTrip(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	req := model.Request{Messages: []model.Message{
 		model.UserText("look at main"),
 		{Role: model.RoleAssistant, Content: []model.Block{{Type: "thinking", Text: "plan"}, {Type: "text", Text: "I'll look at both."}},
@@ -187,7 +154,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 	if _, err := newProvider(f).Stream(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	got := f.requests(t)[0]["messages"].([]any)
+	got := f.Requests(t)[0]["messages"].([]any)
 	want := []any{
 		map[string]any{"role": "user", "content": "look at main"},
 		map[string]any{"role": "assistant", "content": "I'll look at both.", "tool_calls": []any{
@@ -205,17 +172,17 @@ func TestToolResultRoundTrip(t *testing.T) {
 
 func TestReasoningAndCacheOfDeepSeek(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "reasoning.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "reasoning.sse")})
 	var rec recorder
 	p := openProvider(t, f, "deepseek", "deepseek-reasoner", map[string]string{"DEEPSEEK_API_KEY": "sk-ds"})
 	req := userAsks("where?")
 	req.MaxTokens = 1000
-	msg, err := p.Stream(context.Background(), req, rec.add)
+	msg, err := p.Stream(context.Background(), req, rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.text("thinking") != "Check main first." || msg.Text() != "It is in cmd/ink." {
-		t.Errorf("thinking %q, text %q", rec.text("thinking"), msg.Text())
+	if rec.Text("thinking") != "Check main first." || msg.Text() != "It is in cmd/ink." {
+		t.Errorf("thinking %q, text %q", rec.Text("thinking"), msg.Text())
 	}
 	if len(msg.Content) != 2 || msg.Content[0].Type != "thinking" {
 		t.Errorf("content = %+v", msg.Content)
@@ -223,12 +190,12 @@ func TestReasoningAndCacheOfDeepSeek(t *testing.T) {
 	if want := (model.Usage{Input: 260, Output: 40, CacheRead: 640}); *msg.Usage != want {
 		t.Errorf("usage = %+v, want %+v", *msg.Usage, want)
 	}
-	r := f.requests(t)[0]
+	r := f.Requests(t)[0]
 	if r["max_tokens"] != float64(1000) || r["max_completion_tokens"] != nil {
 		t.Errorf("a compatible server got max_tokens %v, max_completion_tokens %v", r["max_tokens"], r["max_completion_tokens"])
 	}
-	if f.headers[0].Get("Authorization") != "Bearer sk-ds" {
-		t.Errorf("authorization = %q", f.headers[0].Get("Authorization"))
+	if f.Header(0).Get("Authorization") != "Bearer sk-ds" {
+		t.Errorf("authorization = %q", f.Header(0).Get("Authorization"))
 	}
 }
 
@@ -238,14 +205,14 @@ func TestStreamCutMidway(t *testing.T) {
 		name string
 		r    reply
 	}{
-		{"connection dropped", reply{body: fixture(t, "cut.sse"), cut: true}},
-		{"body ended without finish", reply{body: fixture(t, "cut.sse")}},
+		{"connection dropped", reply{Body: fixture(t, "cut.sse"), Cut: true}},
+		{"body ended without finish", reply{Body: fixture(t, "cut.sse")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeAPI(t, tc.r)
 			var rec recorder
-			msg, err := openProvider(t, f, "openai", "gpt-5.4", openaiEnv).Stream(context.Background(), userAsks("go"), rec.add)
+			msg, err := openProvider(t, f, "openai", "gpt-5.4", openaiEnv).Stream(context.Background(), userAsks("go"), rec.Add)
 			if err == nil {
 				t.Fatal("no error for a cut stream")
 			}
@@ -259,10 +226,10 @@ func TestStreamCutMidway(t *testing.T) {
 			if msg.Usage == nil || !msg.Usage.Incomplete {
 				t.Errorf("usage = %+v, want incomplete", msg.Usage)
 			}
-			if msg.Text() != "Half of an ans" || len(msg.ToolCalls) != 0 || len(rec.ofType("toolCall")) != 0 {
+			if msg.Text() != "Half of an ans" || len(msg.ToolCalls) != 0 || len(rec.OfType("toolCall")) != 0 {
 				t.Errorf("partial = %q, calls %s: an unfinished call must not survive", msg.Text(), dump(msg.ToolCalls))
 			}
-			if n := len(f.requests(t)); n != 1 {
+			if n := len(f.Requests(t)); n != 1 {
 				t.Errorf("%d requests: a stream that already showed text must not be retried", n)
 			}
 		})
@@ -272,12 +239,12 @@ func TestStreamCutMidway(t *testing.T) {
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	t.Parallel()
 	f := newFakeAPI(t,
-		reply{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{"error":{"message":"Rate limit reached for gpt-5.4 on tokens per min (TPM)","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
-		reply{body: fixture(t, "text.sse")},
+		reply{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: `{"error":{"message":"Rate limit reached for gpt-5.4 on tokens per min (TPM)","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
+		reply{Body: fixture(t, "text.sse")},
 	)
 	var rec recorder
 	start := time.Now()
-	msg, err := openProvider(t, f, "openai", "gpt-5.4", openaiEnv).Stream(context.Background(), userAsks("hi"), rec.add)
+	msg, err := openProvider(t, f, "openai", "gpt-5.4", openaiEnv).Stream(context.Background(), userAsks("hi"), rec.Add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +254,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if msg.Text() != "The entry point is src/main.go." {
 		t.Errorf("text after retry = %q", msg.Text())
 	}
-	retries := rec.ofType("retry")
+	retries := rec.OfType("retry")
 	if len(retries) != 1 || retries[0].Text != "openai: 429 rate limited; retrying in 1s (attempt 2/5)" {
 		t.Errorf("retry deltas = %s", dump(retries))
 	}
@@ -303,16 +270,16 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		want           string
 	}{
 		{"401 names the variable", "openai", openaiEnv,
-			reply{status: 401, body: `{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`},
+			reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`},
 			model.KindAuth, "openai: the API key was rejected (401): set OPENAI_API_KEY to a valid key (Incorrect API key provided: sk-test.)"},
 		{"openrouter 401 names its variable", "openrouter", map[string]string{"OPENROUTER_API_KEY": "k"},
-			reply{status: 401, body: `{"error":{"message":"No auth credentials found","code":401}}`},
+			reply{Status: 401, Body: `{"error":{"message":"No auth credentials found","code":401}}`},
 			model.KindAuth, "openrouter: the API key was rejected (401): set OPENROUTER_API_KEY to a valid key (No auth credentials found)"},
 		{"context length", "openai", openaiEnv,
-			reply{status: 400, body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
+			reply{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
 			model.KindContextLength, "openai: the conversation is longer than the model's context window (400): This model's maximum context length is 128000 tokens."},
 		{"ollama error body", "ollama", nil,
-			reply{status: 404, body: `{"error":"model \"llama9\" not found, try pulling it first"}`},
+			reply{Status: 404, Body: `{"error":"model \"llama9\" not found, try pulling it first"}`},
 			model.KindOther, `ollama: not found (404): model "llama9" not found, try pulling it first; check the model name "llama9" and the base URL`},
 	}
 	for _, tc := range cases {
@@ -331,7 +298,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("error = %q\nwant    %q", err, tc.want)
 			}
-			if n := len(f.requests(t)); n != 1 {
+			if n := len(f.Requests(t)); n != 1 {
 				t.Errorf("%d requests; this error must not be retried", n)
 			}
 		})
@@ -343,12 +310,12 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 func TestHostKeyNotSentToOtherServers(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-host-secret")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	p := openProvider(t, f, "ollama", "llama3.2", map[string]string{})
 	if _, err := p.Stream(context.Background(), userAsks("hi"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.headers[0].Get("Authorization"); got != "" {
+	if got := f.Header(0).Get("Authorization"); got != "" {
 		t.Errorf("ollama got authorization %q", got)
 	}
 }
@@ -356,7 +323,7 @@ func TestHostKeyNotSentToOtherServers(t *testing.T) {
 func TestCancelReturnsPromptly(t *testing.T) {
 	t.Parallel()
 	partial := strings.Join(strings.SplitAfter(fixture(t, "cut.sse"), "\n\n")[:2], "")
-	f := newFakeAPI(t, reply{body: partial, hang: true})
+	f := newFakeAPI(t, reply{Body: partial, Hang: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan model.Delta, 10)
 	done := make(chan error, 1)
@@ -395,7 +362,7 @@ func TestConnectionLostAfterFinishKeepsTheReply(t *testing.T) {
 	body := fixture(t, "tools.sse")
 	body = body[:strings.Index(body, `"choices":[]`)]
 	body = body[:strings.LastIndex(body, "data: ")]
-	f := newFakeAPI(t, reply{body: body, cut: true})
+	f := newFakeAPI(t, reply{Body: body, Cut: true})
 	msg, err := newProvider(f).Stream(context.Background(), userAsks("go"), nil)
 	if err != nil {
 		t.Fatalf("error %v after the turn had finished", err)

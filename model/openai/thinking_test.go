@@ -32,7 +32,7 @@ func TestThinkingReachesTheRequest(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+			f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 			env := map[string]string{"OPENAI_API_KEY": "sk-test", "DEEPSEEK_API_KEY": "sk-test"}
 			p := openProvider(t, f, tc.provider, tc.model, env)
 			req := userAsks("think")
@@ -40,7 +40,7 @@ func TestThinkingReachesTheRequest(t *testing.T) {
 			if _, err := p.Stream(context.Background(), req, nil); err != nil {
 				t.Fatal(err)
 			}
-			got, ok := f.requests(t)[0]["reasoning_effort"]
+			got, ok := f.Requests(t)[0]["reasoning_effort"]
 			if tc.want == nil && ok {
 				t.Errorf("reasoning_effort = %v, want it absent", got)
 			}
@@ -56,7 +56,7 @@ func TestThinkingReachesTheRequest(t *testing.T) {
 // tool_choice to the server.
 func TestTextOnlyRequest(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, reply{body: fixture(t, "text.sse")})
+	f := newFakeAPI(t, reply{Body: fixture(t, "text.sse")})
 	p := newProvider(f)
 	req := userAsks("wrap up")
 	req.Tools = []model.ToolSpec{{Name: "read", Description: "reads a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}
@@ -67,7 +67,7 @@ func TestTextOnlyRequest(t *testing.T) {
 	if _, err := p.Stream(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	reqs := f.requests(t)
+	reqs := f.Requests(t)
 	if _, ok := reqs[0]["tool_choice"]; ok {
 		t.Errorf("ordinary request sets tool_choice %v", reqs[0]["tool_choice"])
 	}
