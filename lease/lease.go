@@ -86,23 +86,15 @@ type Options struct {
 	// start and StartHeartbeat with the same interval need not write a
 	// first beat at once: the first beat comes one interval later.
 	Heartbeat time.Duration
-	// DeferDirSync leaves the directory that holds the metadata unsynced:
-	// the new record's content is on disk when AcquireWith returns, its
-	// rename not yet. The holder must fsync that directory — the
-	// transcript's own, which session.CreateWith (or, in the background,
-	// session.CreateSyncing) syncs when it creates the transcript there —
-	// before anything it writes under the new epoch has to survive a
-	// crash. It spares one sync when the holder creates its transcript
-	// right after taking the lease.
-	DeferDirSync bool
 	// SyncLater publishes the acquisition record without waiting for the
 	// disk at all: other processes see it at once, and its content is
-	// synced by SyncRecord, which the holder must call (and then sync the
-	// directory, as for DeferDirSync) before anything it writes under the
-	// new epoch has to survive a crash of the machine. A crash of a
-	// process loses nothing either way. It spares the holder's start the
-	// wait for the disk when what it does next needs nothing on it (see
-	// session.CreateSyncing). Implies DeferDirSync.
+	// synced by SyncRecord, which the holder must call — and then sync the
+	// directory that holds the record, the transcript's own, which
+	// session.CreateSyncing does when it creates the transcript there —
+	// before anything it writes under the new epoch has to survive a
+	// crash of the machine. A crash of a process loses nothing either
+	// way. It spares the holder's start the wait for the disk when what it
+	// does next needs nothing on it.
 	SyncLater bool
 }
 
@@ -247,6 +239,8 @@ func (l *Lease) publish(opts Options) error {
 		m.HeartbeatIntervalMs = max(opts.Heartbeat.Milliseconds(), 1)
 	}
 	removeStaleTemps(l.metaPath)
+	// Durable unless SyncLater: then the holder syncs it, and its
+	// directory, later.
 	p, err := prepareMeta(l.metaPath, &m, !opts.SyncLater)
 	if err != nil {
 		return err
@@ -258,9 +252,6 @@ func (l *Lease) publish(opts Options) error {
 			p.discard()
 			return fmt.Errorf("write lease metadata: %w", err)
 		}
-	}
-	if opts.DeferDirSync || opts.SyncLater {
-		p.durable = false // the holder syncs the directory
 	}
 	if err := p.commit(); err != nil {
 		return err

@@ -51,29 +51,6 @@ func TestAcquireWithHeartbeat(t *testing.T) {
 	}
 }
 
-// TestAcquireDeferDirSync: a lease whose directory sync is left to the
-// holder is a lease like any other: the record is published with the next
-// epoch, and a second holder is refused.
-func TestAcquireDeferDirSync(t *testing.T) {
-	t.Parallel()
-	path := transcriptPath(t)
-	first := mustAcquire(t, path, Owner{AttemptID: "att-1"})
-	if err := first.Release(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := AcquireWith(path, Owner{AttemptID: "att-2"}, Options{DeferDirSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	if m := mustReadMeta(t, path); m.Epoch != 2 || m.AttemptID != "att-2" {
-		t.Fatalf("record after a deferred-sync acquire: %+v", m)
-	}
-	if _, err := Acquire(path, Owner{AttemptID: "att-3"}); err == nil {
-		t.Fatal("a second holder got a lease whose directory sync was deferred")
-	}
-}
-
 // TestAcquireSyncLater: a record published before it is synced is seen at
 // once by others, with the next epoch; SyncRecord may come later, more than
 // once, or never (Release closes what it kept).
