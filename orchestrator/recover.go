@@ -100,7 +100,8 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 				continue
 			}
 			used[child.ID] = true
-			out = append(out, answerFromChild(tr, c, args, child.Path, recorded[child.ID]))
+			a, _, _ := answerFromChild(tr, c, args, child.Path, recorded[child.ID])
+			out = append(out, a)
 			recorded[child.ID]++
 		}
 	}
@@ -125,15 +126,9 @@ func firstPrompt(path string) string {
 // child's transcript: from the attempt that call started, the one after
 // the prior attempts that the parent's TaskRecords account for. When that
 // attempt never started or never ended, the outcome is unknown: an earlier
-// attempt's answer is never passed off as this call's.
-func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) ipc.Answer {
-	a, _, _ := answerFromChildTimed(parent, call, args, childPath, prior)
-	return a
-}
-
-// answerFromChildTimed is answerFromChild with when the attempt started
-// and ended (zero when it did not end).
-func answerFromChildTimed(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
+// attempt's answer is never passed off as this call's. It also returns
+// when that attempt started and ended (zero when it did not end).
+func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
 	ctr, err := session.Open(childPath)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
@@ -175,14 +170,8 @@ func answerFromChildTimed(parent *session.Transcript, call model.ToolCall, args 
 	return result(content, isErr, &rec), started, end.Time
 }
 
-// attemptEnd returns the end entry of the attempt that started after the
-// first prior attempts of tr, if it started and ended.
-func attemptEnd(tr *session.Transcript, prior int) (session.AttemptEntry, bool) {
-	end, _, ok := attemptSpan(tr, prior)
-	return end, ok
-}
-
-// attemptSpan is attemptEnd with the time the attempt started.
+// attemptSpan returns the end entry of the attempt that started after the
+// first prior attempts of tr, if it started and ended, and when it started.
 func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, started time.Time, ok bool) {
 	n, target := 0, ""
 	for _, a := range tr.Attempts() {
@@ -281,7 +270,7 @@ func recoverBackground(tr *session.Transcript, ar *agentRun) {
 		if !ok {
 			continue
 		}
-		a, began, ended := answerFromChildTimed(tr, st.call, st.args, session.ChildPath(tr.Path, id), st.prior)
+		a, began, ended := answerFromChild(tr, st.call, st.args, session.ChildPath(tr.Path, id), st.prior)
 		rec, err := session.ParseTaskRecord(a.TaskRecord)
 		if err != nil || len(a.Message.Results) != 1 {
 			continue // no ended attempt to hand over
