@@ -52,6 +52,11 @@ type AttemptSpec struct {
 	Sandbox         string   `json:"sandbox,omitempty"`
 	SandboxExplicit bool     `json:"sandboxExplicit,omitempty"`
 	Writable        []string `json:"writable,omitempty"`
+	// WorktreeGitDir, for a worktree child, is its worktree's private git
+	// directory as ink recorded it: bash may write that and the objects,
+	// refs and logs of the worktree's own git directory, and nothing of
+	// the user's repository.
+	WorktreeGitDir string `json:"worktreeGitDir,omitempty"`
 
 	// MaxTurns caps the attempt's model turns (0: none); ContextWindow
 	// overrides the model's context window in tokens (0: the model's own).

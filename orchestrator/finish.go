@@ -107,8 +107,9 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 }
 
 // settleWorktree unlocks a child's worktree after an attempt (its worker is
-// gone), assesses it, and removes it only when it is clean, the child was
-// not resumed and cannot be resumed (it completed). The returned line tells
+// gone), brings the child's commits into the repository, assesses it, and
+// removes it only when it is clean, the child was not resumed and cannot
+// be resumed (it completed). The returned line tells
 // the user what happened to it and why.
 func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition, detail string, lines []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -117,7 +118,7 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 		o.cfg.Logger.Warn("Worktree unlock failed", "path", rec.Path, "err", err)
 	}
 	if resumed || resumable {
-		a := worktree.Assess(ctx, rec)
+		a := worktree.SyncAndAssess(ctx, rec)
 		switch {
 		case a.State == worktree.Clean && resumed:
 			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(

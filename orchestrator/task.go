@@ -260,6 +260,11 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
+	if e.wt != nil {
+		// The child's bash may write its worktree's own git directory,
+		// named from ink's record, never from the worktree.
+		e.spec.WorktreeGitDir = e.wt.PrivateGitDir()
+	}
 	ctx, tc := e.parent.registry().track(ctx, e)
 	e.child.track = tc
 	if e.call.registered != nil {

@@ -2,132 +2,80 @@ package sandbox_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/inkdev/ink/sandbox"
 )
 
-// gitRepo makes a repository with one commit in base/checkout and a linked
-// worktree on branch in base/wt; it returns both paths.
-func gitRepo(t *testing.T, base, branch string) (checkout, worktree string) {
+// gitDirLayout makes the directories of a worktree's own git directory
+// under base and returns its private directory.
+func gitDirLayout(t *testing.T, base string) string {
 	t.Helper()
-	checkout = filepath.Join(base, "checkout")
-	worktree = filepath.Join(base, "wt")
-	if err := os.MkdirAll(checkout, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"commit", "-q", "--allow-empty", "-m", "init"},
-		{"worktree", "add", "-q", "-b", branch, worktree},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", checkout, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+	g := filepath.Join(base, "c1.git")
+	for _, d := range []string{"objects/info", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "worktrees/c1"} {
+		if err := os.MkdirAll(filepath.Join(g, d), 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return checkout, worktree
+	return filepath.Join(g, "worktrees", "c1")
 }
 
 func TestWorktreeGitDirs(t *testing.T) {
 	t.Parallel()
-	fresh := func(t *testing.T, branch string) (string, string, string) {
-		base, err := filepath.EvalSymlinks(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
+	t.Run("grants objects, refs, logs and the private directory", func(t *testing.T) {
+		t.Parallel()
+		private := gitDirLayout(t, t.TempDir())
+		g := filepath.Dir(filepath.Dir(private))
+		want := []string{filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "logs"), private}
+		got, err := sandbox.WorktreeGitDirs(private)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("WorktreeGitDirs = %v, %v; want %v", got, err, want)
 		}
-		checkout, wt := gitRepo(t, base, branch)
-		return base, filepath.Join(checkout, ".git"), wt
+		for _, d := range got {
+			if d == g || strings.HasSuffix(d, "hooks") || strings.HasSuffix(d, "info") {
+				t.Errorf("%s is granted; the git directory's config, hooks and info must stay read-only", d)
+			}
+		}
+	})
+	cases := []struct {
+		name    string
+		private func(t *testing.T, base string) string
+		want    string
+	}{
+		{"relative", func(t *testing.T, base string) string { return "c1.git/worktrees/c1" }, "not an absolute"},
+		{"not under worktrees/", func(t *testing.T, base string) string {
+			return filepath.Dir(filepath.Dir(gitDirLayout(t, base)))
+		}, "not an absolute <gitdir>/worktrees/<name>"},
+		{"missing", func(t *testing.T, base string) string { return filepath.Join(base, "nope.git", "worktrees", "c1") }, "no such file"},
+		{"refs is a symlink", func(t *testing.T, base string) string {
+			p := gitDirLayout(t, base)
+			refs := filepath.Join(filepath.Dir(filepath.Dir(p)), "refs")
+			os.RemoveAll(refs)
+			os.Symlink(t.TempDir(), refs)
+			return p
+		}, "is not a directory"},
+		{"private directory is a symlink", func(t *testing.T, base string) string {
+			p := gitDirLayout(t, base)
+			os.RemoveAll(p)
+			os.Symlink(t.TempDir(), p)
+			return p
+		}, "is not a directory"},
+		{"objects missing", func(t *testing.T, base string) string {
+			p := gitDirLayout(t, base)
+			os.RemoveAll(filepath.Join(filepath.Dir(filepath.Dir(p)), "objects"))
+			return p
+		}, "no such file"},
 	}
-	write := func(t *testing.T, p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := sandbox.WorktreeGitDirs(tc.private(t, t.TempDir()))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WorktreeGitDirs = %v, %v; want an error saying %q", got, err, tc.want)
+			}
+		})
 	}
-
-	t.Run("worktree on a nested branch", func(t *testing.T) {
-		t.Parallel()
-		_, common, wt := fresh(t, "ink/child")
-		want := []string{
-			filepath.Join(common, "worktrees", "wt"), filepath.Join(common, "objects"),
-			filepath.Join(common, "refs", "heads", "ink"), filepath.Join(common, "logs", "refs", "heads", "ink"),
-		}
-		if got := sandbox.WorktreeGitDirs(wt); !reflect.DeepEqual(got, want) {
-			t.Fatalf("WorktreeGitDirs = %v, want %v", got, want)
-		}
-	})
-	t.Run("top-level branch gets no refs", func(t *testing.T) {
-		t.Parallel()
-		_, common, wt := fresh(t, "feature")
-		want := []string{filepath.Join(common, "worktrees", "wt"), filepath.Join(common, "objects")}
-		if got := sandbox.WorktreeGitDirs(wt); !reflect.DeepEqual(got, want) {
-			t.Fatalf("WorktreeGitDirs = %v, want %v", got, want)
-		}
-	})
-	t.Run("a HEAD climbing out gets no refs", func(t *testing.T) {
-		t.Parallel()
-		_, common, wt := fresh(t, "ink/child")
-		write(t, filepath.Join(common, "worktrees", "wt", "HEAD"), "ref: refs/heads/../../../../home/x\n")
-		want := []string{filepath.Join(common, "worktrees", "wt"), filepath.Join(common, "objects")}
-		if got := sandbox.WorktreeGitDirs(wt); !reflect.DeepEqual(got, want) {
-			t.Fatalf("WorktreeGitDirs = %v, want %v", got, want)
-		}
-	})
-	t.Run("main checkout", func(t *testing.T) {
-		t.Parallel()
-		base, _, _ := fresh(t, "ink/child")
-		if got := sandbox.WorktreeGitDirs(filepath.Join(base, "checkout")); got != nil {
-			t.Fatalf("WorktreeGitDirs = %v, want nil", got)
-		}
-	})
-	t.Run("no git", func(t *testing.T) {
-		t.Parallel()
-		if got := sandbox.WorktreeGitDirs(t.TempDir()); got != nil {
-			t.Fatalf("WorktreeGitDirs = %v, want nil", got)
-		}
-	})
-	t.Run(".git pointing elsewhere", func(t *testing.T) {
-		t.Parallel()
-		base, _, wt := fresh(t, "ink/child")
-		// Another repository's worktree dir, whose back-pointer does
-		// not name this .git.
-		other := filepath.Join(base, "other")
-		_, otherWt := gitRepo(t, other, "ink/other")
-		otherGitdir := filepath.Join(other, "checkout", ".git", "worktrees", filepath.Base(otherWt))
-		write(t, filepath.Join(wt, ".git"), "gitdir: "+otherGitdir+"\n")
-		if got := sandbox.WorktreeGitDirs(wt); got != nil {
-			t.Fatalf("WorktreeGitDirs = %v, want nil", got)
-		}
-	})
-	t.Run(".git naming a directory outside worktrees/", func(t *testing.T) {
-		t.Parallel()
-		base, _, wt := fresh(t, "ink/child")
-		home := filepath.Join(base, "home")
-		if err := os.MkdirAll(filepath.Join(home, "objects"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		write(t, filepath.Join(home, "gitdir"), filepath.Join(wt, ".git")+"\n")
-		write(t, filepath.Join(wt, ".git"), "gitdir: "+home+"\n")
-		if got := sandbox.WorktreeGitDirs(wt); got != nil {
-			t.Fatalf("WorktreeGitDirs = %v, want nil", got)
-		}
-	})
-	t.Run(".git is a symlink", func(t *testing.T) {
-		t.Parallel()
-		base, _, wt := fresh(t, "ink/child")
-		moved := filepath.Join(base, "dotgit")
-		if err := os.Rename(filepath.Join(wt, ".git"), moved); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(moved, filepath.Join(wt, ".git")); err != nil {
-			t.Fatal(err)
-		}
-		if got := sandbox.WorktreeGitDirs(wt); got != nil {
-			t.Fatalf("WorktreeGitDirs = %v, want nil", got)
-		}
-	})
 }

@@ -67,7 +67,7 @@ func (t *bashTool) sandboxNote() string {
 		}
 		where = append(where, t.env.Writable...)
 		if len(t.env.gitDirs) > 0 {
-			where = append(where, "this worktree's own git state (so git add and commit work on its branch)")
+			where = append(where, "this worktree's own git directory (its objects, refs and logs, so git add, commit and stash work on its branch; its config and hooks stay read-only, and the user's repository is read-only)")
 		}
 	default:
 		return ""

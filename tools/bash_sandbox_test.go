@@ -166,8 +166,10 @@ func TestBashDangerFullAccess(t *testing.T) {
 }
 
 // A worktree child under workspace-write can write its worktree and
-// commit on its own branch, but can change neither the user's checkout
-// (files, hooks, config, the user's branches) nor $HOME.
+// commit on its own branch in the git directory ink made for it, but can
+// change neither that directory's config and hooks nor anything of the
+// user's checkout (files, hooks, config, object store, branches) nor
+// $HOME.
 func TestBashWorktreeChild(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -194,7 +196,28 @@ func TestBashWorktreeChild(t *testing.T) {
 	git(checkout, "add", ".")
 	git(checkout, "commit", "-qm", "init")
 	git(checkout, "worktree", "add", "-q", "-b", "ink/child", worktree)
+	// The worktree's own git directory, laid out as package worktree
+	// makes it.
+	gitDir := worktree + ".git"
+	private := filepath.Join(gitDir, "worktrees", "child")
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "worktrees/child"} {
+		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := git(checkout, "rev-parse", "HEAD")
+	for name, content := range map[string]string{
+		"HEAD": "ref: refs/heads/ink/child\n", "config": "[core]\n\tbare = true\n\tlogallrefupdates = true\n",
+		"objects/info/alternates": filepath.Join(checkout, ".git", "objects") + "\n", "refs/heads/ink/child": head + "\n",
+		"worktrees/child/HEAD": "ref: refs/heads/ink/child\n", "worktrees/child/commondir": "../..\n",
+		"worktrees/child/gitdir": filepath.Join(worktree, ".git") + "\n",
+		"worktrees/child/index":  readFile(t, filepath.Join(checkout, ".git", "worktrees", "child", "index")),
+	} {
+		writeFile(t, filepath.Join(gitDir, name), content)
+	}
+	writeFile(t, filepath.Join(worktree, ".git"), "gitdir: "+private+"\n")
 	mainBefore := git(checkout, "rev-parse", "main")
+	packsBefore, _ := os.ReadDir(filepath.Join(checkout, ".git", "objects"))
 	configBefore := readFile(t, filepath.Join(checkout, ".git", "config"))
 
 	requireLandlock(t)
@@ -205,7 +228,7 @@ func TestBashWorktreeChild(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	pool := builtins(t, Env{Root: worktree, LockDir: filepath.Join(base, "locks"), SandboxExe: testExe})
+	pool := builtins(t, Env{Root: worktree, WorktreeGitDir: private, LockDir: filepath.Join(base, "locks"), SandboxExe: testExe})
 	bash, _ := Select(pool, []string{"bash"})
 	run := func(command string) Result {
 		return bash[0].Run(t.Context(), rawArgs(t, map[string]any{"command": command}))
@@ -220,12 +243,21 @@ func TestBashWorktreeChild(t *testing.T) {
 	if got := git(worktree, "rev-list", "--count", "ink/child"); got != "2" {
 		t.Fatalf("the child's branch has %s commits, want 2", got)
 	}
+	wantOK(t, run("echo wip > wip.txt && git stash -q -u && git stash pop -q && git branch scratch && git tag t1"))
+	if got := git(checkout, "rev-list", "--count", "ink/child"); got != "1" {
+		t.Fatalf("the user's repository sees %s commits on ink/child, want 1 (ink brings the child's commits back itself)", got)
+	}
 
 	wantPermissionError(t, run("echo x >> "+checkout+"/main.go"))
 	wantPermissionError(t, run("touch "+checkout+"/.git/hooks/pre-commit"))
 	wantPermissionError(t, run("git config --file "+checkout+"/.git/config core.hooksPath /tmp"))
-	wantError(t, run("git update-ref refs/heads/main HEAD"), "Permission denied")
-	wantError(t, run("git branch escape"), "Permission denied")
+	wantPermissionError(t, run("touch "+checkout+"/.git/objects/planted"))
+	wantPermissionError(t, run("rm -rf "+checkout+"/.git/objects/info"))
+	wantError(t, run("git --git-dir="+checkout+"/.git update-ref refs/heads/main HEAD"), "Permission denied")
+	wantError(t, run("git --git-dir="+checkout+"/.git branch escape"), "Permission denied")
+	wantError(t, run("git config core.fsmonitor 'touch /tmp/x'"), "Permission denied")
+	wantPermissionError(t, run("touch $(git rev-parse --git-common-dir)/hooks/pre-commit"))
+	wantPermissionError(t, run("echo evil > $(git rev-parse --git-common-dir)/config"))
 	wantPermissionError(t, run("touch ~/x"))
 
 	if got := readFile(t, filepath.Join(checkout, "main.go")); got != "package main\n" {
@@ -238,9 +270,14 @@ func TestBashWorktreeChild(t *testing.T) {
 		t.Fatalf("the user's branch moved: %s -> %s", mainBefore, got)
 	}
 	wantMissing(t, filepath.Join(checkout, ".git", "hooks", "pre-commit"))
+	wantMissing(t, filepath.Join(checkout, ".git", "objects", "planted"))
+	wantMissing(t, filepath.Join(gitDir, "hooks", "pre-commit"))
+	if packsAfter, _ := os.ReadDir(filepath.Join(checkout, ".git", "objects")); len(packsAfter) != len(packsBefore) {
+		t.Errorf("the user's object store changed: %d entries, were %d", len(packsAfter), len(packsBefore))
+	}
 	wantMissing(t, filepath.Join(checkout, ".git", "refs", "heads", "escape"))
 	wantMissing(t, filepath.Join(home, "x"))
-	if d := bash[0].Spec().Description; !strings.Contains(d, "this worktree's own git state") {
+	if d := bash[0].Spec().Description; !strings.Contains(d, "this worktree's own git directory") {
 		t.Errorf("the description does not mention the worktree's git state:\n%s", d)
 	}
 }

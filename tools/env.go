@@ -77,6 +77,12 @@ type Env struct {
 	// Writable lists more directories bash may write under
 	// workspace-write: absolute paths of existing directories.
 	Writable []string
+	// WorktreeGitDir, for a worktree child, is its worktree's private git
+	// directory as ink recorded it (worktree.Record.PrivateGitDir): under
+	// workspace-write bash may write that and the objects, refs and logs
+	// of the git directory it lies in (sandbox.WorktreeGitDirs), so git
+	// commit works in the worktree. Empty for every other agent.
+	WorktreeGitDir string
 	// SandboxExe is the ink binary that bash re-executes to apply the
 	// sandbox (the worker's os.Executable()): an absolute path, needed
 	// whenever bash runs confined; without it such a bash call fails.
@@ -102,8 +108,8 @@ type Env struct {
 
 	// sandbox is how bash really runs, settled by normalize.
 	sandbox sandbox.Decision
-	// gitDirs are the git state of a worktree Root, writable by bash
-	// under workspace-write; found once, before any command runs.
+	// gitDirs are the git state of a worktree child's own git directory,
+	// writable by bash under workspace-write (from WorktreeGitDir).
 	gitDirs []string
 	// testLandlock, when set, stands in for sandbox.Check in normalize.
 	testLandlock func() error
@@ -219,8 +225,10 @@ func (e Env) normalizeSandbox() (Env, error) {
 		writable = append(writable, real)
 	}
 	e.Writable = writable
-	if d.Effective == sandbox.WorkspaceWrite {
-		e.gitDirs = sandbox.WorktreeGitDirs(e.Root)
+	if d.Effective == sandbox.WorkspaceWrite && e.WorktreeGitDir != "" {
+		if e.gitDirs, err = sandbox.WorktreeGitDirs(e.WorktreeGitDir); err != nil {
+			return e, fmt.Errorf("tools env: %w", err)
+		}
 	}
 	return e, nil
 }

@@ -679,7 +679,8 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 		}
 	}
 	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd,
-		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable, SandboxExe: exe})
+		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable,
+		WorktreeGitDir: sp.WorktreeGitDir, SandboxExe: exe})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: %w", err)
 	}

@@ -69,6 +69,11 @@ func RemoveForce(ctx context.Context, info Info, force bool) (RemoveResult, erro
 			return res, fmt.Errorf("%w: %s is locked by running process %d (%s); stop it first", ErrInUse, rec.Path, pid, reg.lockReason)
 		}
 	}
+	// Commits the child made since the last sync come into the repository
+	// first, so that what a forced removal drops can still be recovered.
+	if dirExists(rec.GitDir()) {
+		_, _ = syncLocked(ctx, lk, rec)
+	}
 	tip := branchTip(ctx, rec)
 	drop := func(tip string, force bool) (RemoveResult, error) {
 		if err := dropWorktree(ctx, lk, rec, tip, force); err != nil {
@@ -93,7 +98,7 @@ func RemoveForce(ctx context.Context, info Info, force bool) (RemoveResult, erro
 	if a.State == Clean {
 		return drop(rec.Baseline, false)
 	}
-	st, stErr := uncommitted(ctx, rec.Path)
+	st, stErr := uncommittedIn(ctx, rec)
 	if a.State == WorkPresent && stErr == nil && len(st) == 0 && tip != "" && inHead(ctx, rec.RepoRoot, tip) {
 		return drop(tip, false)
 	}
@@ -138,6 +143,9 @@ func removeBranchOnly(ctx context.Context, lk *repoLock, rec Record, tip string,
 // inspectHint says how to look at a worktree ink cannot judge.
 func inspectHint(info Info) string {
 	rec := info.Record
+	if info.Untrusted != "" {
+		return fmt.Sprintf("its files only — do not run git in %s: its .git link is not the one ink made, and git would run what the directory it names configures", rec.Path)
+	}
 	if rec.Baseline != "" && !info.RecordMissing && dirExists(rec.Path) {
 		return fmt.Sprintf("`ink worktrees diff %s` (or git in %s)", info.ChildID, rec.Path)
 	}
@@ -164,10 +172,12 @@ func inHead(ctx context.Context, root, commit string) bool {
 	return err == nil
 }
 
-// dropWorktree deletes the worktree (its directory and registration), its
-// ink branch (only while it points at tip; none when tip is "") and its
-// record. With force, uncommitted files are discarded. A failure part-way
-// is a *RemovalError saying what remains.
+// dropWorktree deletes the worktree (its directory, its own git directory
+// and its registration), its ink branch (only while it points at tip; none
+// when tip is "") and its record. Callers have judged the worktree (or
+// were told to force it): nothing here runs git in it. With force, a lock
+// that cannot be lifted does not stop it. A failure part-way is a
+// *RemovalError saying what remains.
 func dropWorktree(ctx context.Context, lk *repoLock, rec Record, tip string, force bool) error {
 	isReg, isLocked := false, false
 	if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
@@ -180,19 +190,11 @@ func dropWorktree(ctx context.Context, lk *repoLock, rec Record, tip string, for
 			return failed(ctx, rec, fmt.Errorf("remove worktree: %w", err))
 		}
 	}
-	if dirExists(rec.Path) {
-		args := []string{"worktree", "remove", rec.Path}
-		if force {
-			args = []string{"worktree", "remove", "--force", "--force", rec.Path}
-		}
-		if _, err := lk.run(ctx, rec.RepoRoot, args...); err != nil {
-			if !force {
-				return failed(ctx, rec, fmt.Errorf("remove worktree %s: %w", rec.Path, err))
-			}
-			if err := os.RemoveAll(rec.Path); err != nil {
-				return failed(ctx, rec, fmt.Errorf("remove worktree %s: %w", rec.Path, err))
-			}
-		}
+	if err := os.RemoveAll(rec.Path); err != nil {
+		return failed(ctx, rec, fmt.Errorf("remove worktree %s: %w", rec.Path, err))
+	}
+	if err := removeGitDir(rec.Path); err != nil {
+		return failed(ctx, rec, fmt.Errorf("remove the git directory of %s: %w", rec.Path, err))
 	}
 	if _, err := lk.run(ctx, rec.RepoRoot, "worktree", "prune"); err != nil {
 		return failed(ctx, rec, fmt.Errorf("remove worktree: prune: %w", err))

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -73,102 +74,152 @@ func unknown(format string, args ...any) Assessment {
 
 // Assess decides whether the worktree of rec is Clean, holds work, or is in
 // a state ink cannot judge, checking in this order: the path resolves and
-// is registered on refs/heads/<branch> and links back to the repository;
-// HEAD is that branch; HEAD is the baseline; the branch's reflog still ends
-// with the creation snapshot and no entry left the baseline; no index entry
-// carries assume-unchanged or skip-worktree; `git status` (all untracked
-// files, submodules included, config cannot hide any) is empty; and
+// is registered on refs/heads/<branch>; its .git link and git directory are
+// the ones ink made (else ink runs no git in it); HEAD is that branch; the
+// branch's tip is the baseline; the branch's reflog still ends with the
+// creation snapshot and no entry left the baseline; no index entry carries
+// assume-unchanged or skip-worktree; no submodule is checked out in it;
+// `git status` (all untracked files, config cannot hide any) is empty; and
 // `git diff --quiet <baseline>` is 0. Any git failure is Unknown with the
 // reason, never Clean. It only reads; safe for concurrent use.
 func Assess(ctx context.Context, rec Record) Assessment {
-	a := assessState(ctx, rec)
-	if a.State == WorkPresent {
-		fillWorkSummary(ctx, rec, &a)
+	a, l := assessState(ctx, rec)
+	if a.State == WorkPresent && l != nil {
+		fillWorkSummary(ctx, l, rec, &a)
 	}
 	return a
 }
 
-func assessState(ctx context.Context, rec Record) Assessment {
+func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 	if rec.Path == "" || rec.Branch == "" || rec.Baseline == "" || rec.RepoRoot == "" {
-		return unknown("the worktree record is incomplete")
+		return unknown("the worktree record is incomplete"), nil
 	}
 	ref := "refs/heads/" + rec.Branch
 	path, err := realpath(rec.Path)
 	if err != nil {
-		return unknown("worktree path %s cannot be resolved: %v", rec.Path, err)
+		return unknown("worktree path %s cannot be resolved: %v", rec.Path, err), nil
 	}
 	all, err := listRegistered(ctx, rec.RepoRoot)
 	if err != nil {
-		return unknown("cannot list the worktrees of %s: %v", rec.RepoRoot, err)
+		return unknown("cannot list the worktrees of %s: %v", rec.RepoRoot, err), nil
 	}
 	reg, ok := findRegistered(all, path)
 	if !ok {
-		return unknown("%s is not a registered worktree of %s", path, rec.RepoRoot)
+		return unknown("%s is not a registered worktree of %s", path, rec.RepoRoot), nil
 	}
 	if reg.branch == "" {
-		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch)
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
 	}
 	if reg.branch != ref {
-		return unknown("%s is registered on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch)
+		return unknown("%s is registered on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch), nil
 	}
 	if strings.Trim(reg.head, "0") == "" {
-		return unknown("branch %s no longer exists (HEAD of %s points at nothing)", rec.Branch, path)
+		return unknown("branch %s no longer exists in %s (HEAD of %s points at nothing)", rec.Branch, rec.RepoRoot, path), nil
 	}
-	view, err := viewWorktree(ctx, rec.RepoRoot, path)
+	rec.Path = path
+	l, err := openLayout(ctx, rec)
 	if err != nil {
-		return unknown("%v", err)
+		return unknown("%v", err), nil
 	}
-	if view.headRef != ref {
-		return unknown("HEAD of %s is %s, not %s", path, view.headRef, ref)
+	head, err := l.read(ctx, "symbolic-ref", "-q", "HEAD")
+	if exitCode(err) == 1 {
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
 	}
-	tip := reg.head
+	if err != nil {
+		return unknown("HEAD of %s is unreadable: %v", path, err), nil
+	}
+	if h := strings.TrimSpace(head); h != ref {
+		return unknown("%s is on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(h, "refs/heads/"), rec.Branch), nil
+	}
+	tip, err := l.branchTip(ctx, rec.Branch)
+	if err != nil {
+		return unknown("%v", err), nil
+	}
 	if tip != rec.Baseline {
-		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, path, rec.Baseline, tip)}
+		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, l, rec.Baseline, tip)}, l
 	}
 
-	if a, done := assessReflog(ctx, rec, path, ref); done {
-		return a
+	if a, done := assessReflog(ctx, l, rec, ref); done {
+		return a, l
 	}
 
-	flags, err := readIn(ctx, path, "ls-files", "-v")
+	flags, err := l.read(ctx, "ls-files", "-v")
 	if err != nil {
-		return unknown("cannot read the index of %s: %v", path, err)
+		return unknown("cannot read the index of %s: %v", path, err), nil
 	}
-	for _, l := range lines(flags) {
-		if !strings.HasPrefix(l, "H ") {
-			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", l)
+	for _, f := range lines(flags) {
+		if !strings.HasPrefix(f, "H ") {
+			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", f), nil
 		}
 	}
+	if sub, err := checkedOutSubmodule(ctx, l); err != nil {
+		return unknown("cannot read the index of %s: %v", path, err), nil
+	} else if sub != "" {
+		return unknown("a repository is checked out at the submodule path %s, and ink runs no git in it; look at it yourself", sub), nil
+	}
 
-	status, err := gitCall{dir: path, read: true, ceiling: parentDir(path),
-		config: []string{"status.showUntrackedFiles=all"},
-		args:   []string{"status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none"}}.exec(ctx)
+	status, err := uncommitted(ctx, l)
 	if err != nil {
-		return unknown("git status failed in %s: %v", path, err)
+		return unknown("%v", err), nil
 	}
-	if strings.TrimSpace(status) != "" {
-		return Assessment{State: WorkPresent, Detail: uncommittedDetail(status), Uncommitted: true}
+	if len(status) > 0 {
+		return Assessment{State: WorkPresent, Detail: uncommittedDetail(strings.Join(status, "\n")), Uncommitted: true}, l
 	}
 
-	_, err = readIn(ctx, path, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", rec.Baseline)
+	_, err = l.read(ctx, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", rec.Baseline)
 	switch exitCode(err) {
 	case 0:
-		return Assessment{State: Clean, Detail: "no changes since baseline " + ShortSHA(rec.Baseline)}
+		return Assessment{State: Clean, Detail: "no changes since baseline " + ShortSHA(rec.Baseline)}, l
 	case 1:
-		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + ShortSHA(rec.Baseline)}
+		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + ShortSHA(rec.Baseline)}, l
 	default:
-		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err)
+		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err), nil
 	}
 }
 
-// assessReflog checks the branch's reflog against the creation snapshot;
-// done is false when it found nothing to report.
-func assessReflog(ctx context.Context, rec Record, path, ref string) (Assessment, bool) {
+// checkedOutSubmodule returns the first submodule path of the index at
+// which a repository is checked out ("" when none): git would run git
+// inside it, with that repository's configuration, to tell whether it is
+// dirty, so ink's git never looks inside (--ignore-submodules=dirty) and
+// such a worktree is Unknown instead.
+func checkedOutSubmodule(ctx context.Context, l *layout) (string, error) {
+	out, err := l.read(ctx, "ls-files", "-s", "-z")
+	if err != nil {
+		return "", err
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, name, ok := strings.Cut(entry, "\t")
+		if !ok || !strings.HasPrefix(meta, "160000 ") {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(l.workTree, filepath.FromSlash(name), ".git")); err == nil {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+// assessReflog checks the branch's reflogs against the creation snapshot:
+// the repository's (which records what ink brought back) and, for a
+// worktree with its own git directory, the worktree's (which records every
+// move the child made); done is false when it found nothing to report.
+func assessReflog(ctx context.Context, l *layout, rec Record, ref string) (Assessment, bool) {
+	if a, done := checkReflog(ctx, gitCall{dir: rec.RepoRoot, read: true}, rec, ref); done || !l.sealed {
+		return a, done
+	}
+	c := l.call()
+	c.read = true
+	return checkReflog(ctx, c, rec, ref)
+}
+
+// checkReflog checks the reflog of ref as the call at reads it.
+func checkReflog(ctx context.Context, at gitCall, rec Record, ref string) (Assessment, bool) {
 	snap := lines(rec.CreationReflog)
 	if len(snap) == 0 {
 		return unknown("the record has no creation reflog snapshot"), true
 	}
-	out, err := readIn(ctx, path, "reflog", "show", "--format=%H %gs", ref)
+	at.args = []string{"reflog", "show", "--format=%H %gs", ref}
+	out, err := at.exec(ctx)
 	if err != nil {
 		return unknown("cannot read the reflog of %s: %v", rec.Branch, err), true
 	}
@@ -179,10 +230,10 @@ func assessReflog(ctx context.Context, rec Record, path, ref string) (Assessment
 	if !endsWith(log, snap) {
 		return unknown("the reflog of %s no longer ends with its creation entry (history was rewritten or expired)", rec.Branch), true
 	}
-	for _, l := range log {
-		sha, _, _ := strings.Cut(l, " ")
+	for _, e := range log {
+		sha, _, _ := strings.Cut(e, " ")
 		if sha != rec.Baseline {
-			return Assessment{State: WorkPresent, Detail: fmt.Sprintf("branch %s moved off baseline %s and back (reflog: %s)", rec.Branch, ShortSHA(rec.Baseline), l)}, true
+			return Assessment{State: WorkPresent, Detail: fmt.Sprintf("branch %s moved off baseline %s and back (reflog: %s)", rec.Branch, ShortSHA(rec.Baseline), e)}, true
 		}
 	}
 	return Assessment{}, false
@@ -200,56 +251,6 @@ func endsWith(log, snap []string) bool {
 		}
 	}
 	return true
-}
-
-// worktreeSide is what a worktree says about itself.
-type worktreeSide struct {
-	// headRef is the full ref HEAD points at, or "HEAD" when detached.
-	headRef string
-}
-
-// viewWorktree reads, from inside the worktree at path, which repository
-// its .git link leads to and what HEAD points at, and checks that the link
-// leads to the repository at root.
-func viewWorktree(ctx context.Context, root, path string) (worktreeSide, error) {
-	out, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir", "--symbolic-full-name", "HEAD")
-	ls := lines(out)
-	if err != nil || len(ls) < 1 {
-		return worktreeSide{}, fmt.Errorf("%s is not a working git checkout (its .git link is missing or broken, or HEAD is unreadable): %v", path, err)
-	}
-	if err := checkCommonDir(ctx, root, path, ls[0]); err != nil {
-		return worktreeSide{}, err
-	}
-	if len(ls) < 2 {
-		return worktreeSide{}, fmt.Errorf("HEAD of %s is unreadable", path)
-	}
-	return worktreeSide{headRef: ls[1]}, nil
-}
-
-// checkCommonDir checks that got, the git directory a worktree links to,
-// is the common git directory of the repository at root.
-func checkCommonDir(ctx context.Context, root, path, got string) error {
-	if samePath(got, filepath.Join(root, ".git")) {
-		return nil
-	}
-	want, err := read(ctx, root, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return fmt.Errorf("cannot read the git directory of %s: %w", root, err)
-	}
-	if !samePath(got, strings.TrimSpace(want)) {
-		return fmt.Errorf("%s links to the repository %s, not to %s", path, got, root)
-	}
-	return nil
-}
-
-// checkLinked verifies that the worktree's own .git link leads to the same
-// repository as root.
-func checkLinked(ctx context.Context, root, path string) error {
-	got, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return fmt.Errorf("%s is not a working git checkout (its .git link is missing or broken): %w", path, err)
-	}
-	return checkCommonDir(ctx, root, path, strings.TrimSpace(got))
 }
 
 // uncommittedDetail names the kinds of uncommitted work in a `git status
@@ -284,8 +285,8 @@ func uncommittedDetail(status string) string {
 }
 
 // commitsDetail describes the commits between baseline and tip.
-func commitsDetail(ctx context.Context, path, baseline, tip string) string {
-	n, err := readIn(ctx, path, "rev-list", "--count", baseline+".."+tip)
+func commitsDetail(ctx context.Context, l *layout, baseline, tip string) string {
+	n, err := l.read(ctx, "rev-list", "--count", baseline+".."+tip)
 	if err != nil || strings.TrimSpace(n) == "0" {
 		return fmt.Sprintf("branch moved from %s to %s", ShortSHA(baseline), ShortSHA(tip))
 	}
@@ -297,15 +298,14 @@ func commitsDetail(ctx context.Context, path, baseline, tip string) string {
 
 // fillWorkSummary adds the shortstat, the untracked files and whether
 // anything is uncommitted; failures leave them empty (the state stands).
-func fillWorkSummary(ctx context.Context, rec Record, a *Assessment) {
-	if st, err := uncommitted(ctx, rec.Path); err == nil && len(st) > 0 {
+func fillWorkSummary(ctx context.Context, l *layout, rec Record, a *Assessment) {
+	if st, err := uncommitted(ctx, l); err == nil && len(st) > 0 {
 		a.Uncommitted = true
 	}
-	if st, err := readIn(ctx, rec.Path, "diff", "--shortstat", "--no-ext-diff", "--no-textconv", rec.Baseline); err == nil {
+	if st, err := l.read(ctx, "diff", "--shortstat", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", rec.Baseline); err == nil {
 		a.Shortstat = strings.TrimSpace(st)
 	}
-	out, err := gitCall{dir: rec.Path, read: true, ceiling: parentDir(rec.Path),
-		args: []string{"ls-files", "-z", "--others", "--exclude-standard"}}.exec(ctx)
+	out, err := l.read(ctx, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return
 	}

@@ -174,13 +174,13 @@ func TestAssessUnknownKeepsEverything(t *testing.T) {
 		}, ".git link is missing or broken"},
 		{"branch switched", func(t *testing.T, _ string, rec Record) {
 			git(t, rec.Path, "switch", "-q", "-c", "elsewhere")
-		}, `registered on "elsewhere"`},
+		}, `is on "elsewhere", not on ink/w1`},
 		{"detached at baseline", func(t *testing.T, _ string, rec Record) {
 			git(t, rec.Path, "checkout", "-q", "--detach")
-		}, "not on ink/w1"},
+		}, "has a detached HEAD, not on ink/w1"},
 		{"branch deleted", func(t *testing.T, root string, rec Record) {
 			git(t, root, "update-ref", "-d", "refs/heads/"+rec.Branch)
-		}, "HEAD of"},
+		}, "points at nothing"},
 		{"assume-unchanged flag", func(t *testing.T, _ string, rec Record) {
 			git(t, rec.Path, "update-index", "--assume-unchanged", "README.md")
 			writeFile(t, rec.Path, "README.md", "# hidden change\n")
@@ -192,12 +192,12 @@ func TestAssessUnknownKeepsEverything(t *testing.T) {
 			git(t, root, "reflog", "expire", "--expire=now", "--all")
 		}, "reflog of ink/w1 is empty"},
 		{"corrupt index", func(t *testing.T, root string, rec Record) {
-			writeFile(t, root, ".git/worktrees/w1/index", "not an index")
+			writeFile(t, rec.PrivateGitDir(), "index", "not an index")
 		}, "cannot read the index"},
 		{"worktree moved", func(t *testing.T, root string, rec Record) {
-			git(t, root, "worktree", "unlock", rec.Path)
-			git(t, root, "worktree", "move", rec.Path, rec.Path+"-moved")
-			t.Cleanup(func() { os.RemoveAll(rec.Path + "-moved") })
+			if err := os.Rename(rec.Path, rec.Path+"-moved"); err != nil {
+				t.Fatal(err)
+			}
 		}, "cannot be resolved"},
 	}
 	for _, tc := range cases {

@@ -91,7 +91,14 @@ func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int,
 	if _, err := lk.run(ctx, repo.Root, "worktree", "prune"); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	for _, p := range []string{path, recordPath(path)} {
+	if repo.from != nil {
+		// The parent works in a worktree of its own: its commits, the
+		// baseline among them, are brought into the repository first.
+		if err := bringBack(ctx, lk, *repo.from, repo.Head); err != nil {
+			return Record{}, fmt.Errorf("create worktree: %w", err)
+		}
+	}
+	for _, p := range []string{path, recordPath(path), gitDirOf(path)} {
 		if _, err := os.Lstat(p); err == nil {
 			return Record{}, fmt.Errorf("create worktree: %s already exists; pick another child id or remove it with `ink worktrees rm %s`", p, childID)
 		}
@@ -163,8 +170,8 @@ func addWorktree(ctx context.Context, lk *repoLock, rec Record, reason string) e
 }
 
 // finishCreate does everything after `git worktree add`: it checks that the
-// branch's reflog is the one recorded, makes the child's cwd and copies the
-// .worktreeinclude files.
+// branch's reflog is the one recorded, gives the worktree its own git
+// directory, makes the child's cwd and copies the .worktreeinclude files.
 func finishCreate(ctx context.Context, rec Record, includes []string) error {
 	real, err := realpath(rec.Path)
 	if err != nil {
@@ -173,7 +180,7 @@ func finishCreate(ctx context.Context, rec Record, includes []string) error {
 	if real != rec.Path {
 		return fmt.Errorf("the worktree %s resolves to %s: a directory on its path was replaced by a symlink", rec.Path, real)
 	}
-	snap, err := readIn(ctx, rec.Path, "reflog", "show", "--format=%H %gs", "refs/heads/"+rec.Branch)
+	snap, err := read(ctx, rec.RepoRoot, "reflog", "show", "--format=%H %gs", "refs/heads/"+rec.Branch)
 	if err != nil {
 		return fmt.Errorf("snapshot reflog: %w", err)
 	}
@@ -186,6 +193,9 @@ func finishCreate(ctx context.Context, rec Record, includes []string) error {
 		if err := replaceRecord(rec); err != nil {
 			return err
 		}
+	}
+	if err := makeGitDir(ctx, rec); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(rec.Cwd, 0o755); err != nil {
 		return fmt.Errorf("make child cwd: %w", err)
@@ -201,14 +211,15 @@ func rollback(ctx context.Context, lk *repoLock, rec Record) {
 	removeEmptySlugDir(rec.Path)
 }
 
-// undoGit removes what `git worktree add` made for rec: the registration,
-// the directory and the branch (only while it still points at baseline).
+// undoGit removes what `git worktree add` and makeGitDir made for rec: the
+// directory, the worktree's git directory, the registration and the branch
+// (only while it still points at baseline).
 func undoGit(ctx context.Context, lk *repoLock, rec Record) {
 	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "unlock", rec.Path)
-	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "remove", "--force", "--force", rec.Path)
 	_ = os.RemoveAll(rec.Path)
-	_, _ = lk.run(ctx, rec.RepoRoot, "update-ref", "-d", "refs/heads/"+rec.Branch, rec.Baseline)
+	_ = removeGitDir(rec.Path)
 	_, _ = lk.run(ctx, rec.RepoRoot, "worktree", "prune")
+	_, _ = lk.run(ctx, rec.RepoRoot, "update-ref", "-d", "refs/heads/"+rec.Branch, rec.Baseline)
 }
 
 // removeEmptySlugDir deletes the repository's directory under

@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,15 +10,23 @@ import (
 
 // Diff writes the worktree's changes against its baseline to w as a git
 // patch: commits, uncommitted changes and untracked (not ignored) files
-// alike. Untracked files are shown by marking them intent-to-add in a
-// temporary copy of the index; the worktree's real index is never touched.
+// alike, as stored (no textconv, no external diff). Untracked files are
+// shown by marking them intent-to-add in a temporary copy of the index;
+// the worktree's real index is never touched. A worktree ink cannot trust
+// is refused (*UntrustedError) without running git in it.
 func Diff(ctx context.Context, info Info, w io.Writer) error {
-	return diffWith(ctx, info, func(env []string) error {
-		diff := gitCall{dir: info.Record.Path, read: true, ceiling: parentDir(info.Record.Path), env: env, stdout: w,
-			args: []string{"diff", "--no-ext-diff", info.Record.Baseline}}
+	return diffWith(ctx, info, func(l *layout, env []string) error {
+		diff := l.call(diffArgs(info.Record.Baseline)...)
+		diff.read, diff.env, diff.stdout = true, env, w
 		_, err := diff.exec(ctx)
 		return err
 	})
+}
+
+// diffArgs is the diff Diff and DiffFiles show: the bytes as stored, the
+// commits a submodule path moved to but never a look inside a submodule.
+func diffArgs(baseline string, extra ...string) []string {
+	return append(append([]string{"diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}, extra...), baseline)
 }
 
 // ChangedFile is one file a worktree changes against its baseline.
@@ -44,9 +51,9 @@ type DiffResult struct {
 func DiffFiles(ctx context.Context, info Info) (DiffResult, error) {
 	rec := info.Record
 	res := DiffResult{ChildID: info.ChildID, Path: rec.Path, Branch: rec.Branch, Baseline: rec.Baseline, Files: []ChangedFile{}}
-	err := diffWith(ctx, info, func(env []string) error {
-		c := gitCall{dir: rec.Path, read: true, ceiling: parentDir(rec.Path), env: env}
-		c.args = []string{"diff", "--no-ext-diff", "--no-renames", "--name-status", "-z", rec.Baseline}
+	err := diffWith(ctx, info, func(l *layout, env []string) error {
+		c := l.call(diffArgs(rec.Baseline, "--no-renames", "--name-status", "-z")...)
+		c.read, c.env = true, env
 		names, err := c.exec(ctx)
 		if err != nil {
 			return err
@@ -55,17 +62,17 @@ func DiffFiles(ctx context.Context, info Info) (DiffResult, error) {
 		for i := 0; i+1 < len(f); i += 2 {
 			res.Files = append(res.Files, ChangedFile{Status: f[i], Path: f[i+1]})
 		}
-		c.args = []string{"diff", "--no-ext-diff", rec.Baseline}
+		c.args = diffArgs(rec.Baseline)
 		res.Patch, err = c.exec(ctx)
 		return err
 	})
 	return res, err
 }
 
-// diffWith checks that info can be diffed and runs fn with the environment
-// of a temporary index in which the worktree's untracked files are
-// intent-to-add.
-func diffWith(ctx context.Context, info Info, fn func(env []string) error) error {
+// diffWith checks that info can be diffed and runs fn with the worktree's
+// layout and the environment of a temporary index in which the worktree's
+// untracked files are intent-to-add.
+func diffWith(ctx context.Context, info Info, fn func(l *layout, env []string) error) error {
 	rec := info.Record
 	if rec.Baseline == "" {
 		return fmt.Errorf("diff %s: its baseline is unknown (no ink record, and its branch's reflog no longer says where it started); inspect it with git in %s", info.ChildID, rec.Path)
@@ -73,13 +80,17 @@ func diffWith(ctx context.Context, info Info, fn func(env []string) error) error
 	if !dirExists(rec.Path) {
 		return fmt.Errorf("diff %s: the worktree directory %s is missing; see its branch with `git -C %s log -p %s..%s`", info.ChildID, rec.Path, rec.RepoRoot, ShortSHA(rec.Baseline), rec.Branch)
 	}
-	err := withIndexCopy(ctx, rec.Path, func(env []string) error {
-		add := gitCall{dir: rec.Path, noHooks: true, ceiling: parentDir(rec.Path), env: env,
-			args: []string{"add", "--intent-to-add", "--", "."}}
+	l, err := openLayout(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("diff %s: %w", info.ChildID, err)
+	}
+	err = withIndexCopy(l, func(env []string) error {
+		add := l.call("add", "--intent-to-add", "--", ".")
+		add.env = env
 		if _, err := add.exec(ctx); err != nil {
 			return err
 		}
-		return fn(env)
+		return fn(l, env)
 	})
 	if err != nil {
 		return fmt.Errorf("diff %s: %w", info.ChildID, err)
@@ -88,13 +99,9 @@ func diffWith(ctx context.Context, info Info, fn func(env []string) error) error
 }
 
 // withIndexCopy runs fn with GIT_INDEX_FILE pointing at a temporary copy of
-// the index of the worktree at path, deleted afterwards; the worktree's own
-// index is never written.
-func withIndexCopy(ctx context.Context, path string, fn func(env []string) error) error {
-	idx, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-path", "index")
-	if err != nil {
-		return err
-	}
+// the worktree's index, deleted afterwards; the worktree's own index is
+// never written. An index that is not a regular file is refused.
+func withIndexCopy(l *layout, fn func(env []string) error) error {
 	tmp, err := os.CreateTemp("", "ink-index-*")
 	if err != nil {
 		return err
@@ -102,23 +109,10 @@ func withIndexCopy(ctx context.Context, path string, fn func(env []string) error
 	tmpPath := tmp.Name()
 	defer os.Remove(tmpPath)
 	defer os.Remove(tmpPath + ".lock")
-	src, err := os.Open(strings.TrimSpace(idx))
-	switch {
-	case err == nil:
-		_, err = io.Copy(tmp, src)
-		src.Close()
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("copy index: %w", err)
-		}
-	case errors.Is(err, os.ErrNotExist):
-		tmp.Close()
-		os.Remove(tmpPath)
-	default:
-		tmp.Close()
-		return err
+	tmp.Close()
+	os.Remove(tmpPath)
+	if err := copyRegular(l.indexFile(), tmpPath); err != nil {
+		return fmt.Errorf("copy index: %w", err)
 	}
 	return fn([]string{"GIT_INDEX_FILE=" + tmpPath})
 }

@@ -56,14 +56,19 @@ func exitCode(err error) int {
 	return -1
 }
 
-// gitCall describes one git invocation.
+// gitCall describes one git invocation. Every call runs hardened (see
+// harden.go): no pager, no hooks, none of the commands git can take from
+// configuration, and a scrubbed environment.
 type gitCall struct {
 	dir string
+	// in, when set, runs the call in one of ink's worktrees through the
+	// directories ink verified (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE),
+	// never through the worktree's own .git link; dir is then its work
+	// tree.
+	in *layout
 	// read adds --no-optional-locks so a read never takes index.lock from
 	// under a user's own git command.
 	read bool
-	// noHooks points core.hooksPath at /dev/null for ink's own writes.
-	noHooks bool
 	// ceiling stops repository discovery above dir, so a worktree whose
 	// .git link is gone can never be mistaken for an enclosing repository.
 	ceiling string
@@ -78,31 +83,12 @@ type gitCall struct {
 	// lock, when set, is the repository lock the call runs under: its
 	// descriptor is inherited by git.
 	lock *repoLock
-	// stdin, when set, is fed to git's standard input.
-	stdin []byte
+	// stdin, when set, is fed to git's standard input (and the call is
+	// not retried).
+	stdin io.Reader
 	// noRetry turns off the retry of transient failures, for a command
 	// that may have done part of its work before failing.
 	noRetry bool
-}
-
-// scrubbedEnv is the process environment without the variables that would
-// point git at another repository, index or work tree than -C says.
-func scrubbedEnv() []string {
-	drop := map[string]bool{
-		"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true,
-		"GIT_COMMON_DIR": true, "GIT_OBJECT_DIRECTORY": true, "GIT_PREFIX": true,
-		"GIT_CEILING_DIRECTORIES": true, "GIT_NAMESPACE": true,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "LC_ALL": true, "LANG": true,
-		"LANGUAGE": true, "GIT_TERMINAL_PROMPT": true, "GIT_OPTIONAL_LOCKS": true,
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !drop[k] {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
 }
 
 // exec runs the call and returns its standard output. A failure is a
@@ -113,7 +99,7 @@ func scrubbedEnv() []string {
 func (c gitCall) exec(ctx context.Context) (string, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := c.once(ctx)
-		if err == nil || c.noRetry || c.stdout != nil || attempt >= len(retryDelays) || !transient(err) {
+		if err == nil || c.noRetry || c.stdout != nil || c.stdin != nil || attempt >= len(retryDelays) || !transient(err) {
 			return out, err
 		}
 		if !sleepCtx(ctx, jitter(retryDelays[attempt])) {
@@ -124,26 +110,29 @@ func (c gitCall) exec(ctx context.Context) (string, error) {
 
 // once runs the call one time.
 func (c gitCall) once(ctx context.Context) (string, error) {
-	var full []string
-	full = append(full, "-C", c.dir)
+	pins, err := c.pins(ctx)
+	if err != nil {
+		return "", &GitError{Dir: c.dir, Args: c.args, ExitCode: -1, Err: err}
+	}
+	full := []string{"--no-pager", "-C", c.dir}
 	if c.read {
 		full = append(full, "--no-optional-locks")
-	}
-	if c.noHooks {
-		full = append(full, "-c", "core.hooksPath=/dev/null")
 	}
 	for _, kv := range c.config {
 		full = append(full, "-c", kv)
 	}
 	full = append(full, c.args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = append(scrubbedEnv(), c.env...)
+	cmd.Env = append(hardenedEnv(pins), c.env...)
+	if c.in != nil {
+		cmd.Env = append(cmd.Env, c.in.env()...)
+	}
 	if c.ceiling != "" {
 		cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+c.ceiling)
 	}
 	var stdout, stderr bytes.Buffer
 	if c.stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.stdin)
+		cmd.Stdin = c.stdin
 	}
 	cmd.Stdout = &stdout
 	if c.stdout != nil {
@@ -153,7 +142,7 @@ func (c gitCall) once(ctx context.Context) (string, error) {
 	if c.lock != nil {
 		cmd.ExtraFiles = []*os.File{c.lock.f}
 	}
-	err := cmd.Run()
+	err = cmd.Run()
 	if err != nil {
 		code := -1
 		var ee *exec.ExitError
@@ -205,20 +194,14 @@ func transient(err error) bool {
 	return transientGit().MatchString(ge.Stderr)
 }
 
-// run runs a git command that may write (hooks off) in dir.
+// run runs a git command that may write in dir.
 func run(ctx context.Context, dir string, args ...string) (string, error) {
-	return gitCall{dir: dir, noHooks: true, args: args}.exec(ctx)
+	return gitCall{dir: dir, args: args}.exec(ctx)
 }
 
 // read runs a read-only git command in dir with --no-optional-locks.
 func read(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitCall{dir: dir, read: true, args: args}.exec(ctx)
-}
-
-// readIn runs a read-only git command inside a worktree, with repository
-// discovery stopped at the worktree's parent directory.
-func readIn(ctx context.Context, worktreePath string, args ...string) (string, error) {
-	return gitCall{dir: worktreePath, read: true, ceiling: parentDir(worktreePath), args: args}.exec(ctx)
 }
 
 // lines splits git output into non-empty lines.

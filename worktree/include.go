@@ -120,7 +120,7 @@ func ignoredOnly(ctx context.Context, root string, rels []string) ([]string, err
 		in.WriteString(filepath.ToSlash(r))
 		in.WriteByte(0)
 	}
-	c := gitCall{dir: root, read: true, stdin: in.Bytes(), args: []string{"check-ignore", "-z", "--stdin"}}
+	c := gitCall{dir: root, read: true, stdin: &in, args: []string{"check-ignore", "-z", "--stdin"}}
 	out, err := c.exec(ctx)
 	if err != nil && exitCode(err) != 1 {
 		return nil, fmt.Errorf("check which %s entries are ignored: %w", includeFile, err)

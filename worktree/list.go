@@ -73,6 +73,11 @@ type Info struct {
 	LockReason   string `json:"lockReason,omitempty"`
 	LockPID      int    `json:"lockPid,omitempty"`
 	LockPIDAlive bool   `json:"lockPidAlive,omitempty"`
+	// Untrusted says why ink runs no git in the worktree: its .git link or
+	// its git directory is not the one ink made ("" when they are). Such a
+	// worktree is "unknown" in every listing, and diff, merge, rm and prune
+	// refuse or skip it.
+	Untrusted string `json:"untrusted,omitempty"`
 	// Child is ListOptions.Child's answer (nil without it).
 	Child *ChildStatus `json:"child,omitempty"`
 	// Problem says what could not be read, if anything.
@@ -112,8 +117,9 @@ func (in Info) MarshalJSON() ([]byte, error) {
 
 // State names the worktree's state in one word for listings: "creating"
 // or "incomplete" (a creation in progress, or one that died), "missing"
-// (the directory is gone), and with status "merged", "clean",
-// "work-present" or "unknown"; "" when the status was not read.
+// (the directory is gone), "unknown" when ink runs no git in it
+// (Untrusted), and with status "merged", "clean", "work-present" or
+// "unknown"; "" when the status was not read.
 func (in Info) State() string {
 	switch {
 	case in.Incomplete && in.Locked && in.LockPIDAlive:
@@ -122,6 +128,8 @@ func (in Info) State() string {
 		return "incomplete"
 	case in.DirMissing:
 		return "missing"
+	case in.Untrusted != "":
+		return "unknown"
 	case in.Assessment == nil:
 		return ""
 	case in.Merged:
@@ -239,8 +247,14 @@ func scan(ctx context.Context, inkHome, childID string, opts ListOptions) ([]Inf
 	return infos, nil
 }
 
-// repoRootOf is the main checkout of the repository that holds dir.
+// repoRootOf is the main checkout of the repository that holds dir (for a
+// directory inside one of ink's worktrees, the one it was made for).
 func repoRootOf(ctx context.Context, dir string) (string, error) {
+	if rec, ok, err := enclosingWorktree(dir); err != nil {
+		return "", err
+	} else if ok {
+		return rec.RepoRoot, nil
+	}
 	out, err := read(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return "", err
@@ -417,6 +431,14 @@ func (g registry) describe(ctx context.Context, info *Info) {
 	}
 	if info.DirMissing {
 		info.Problem = joinProblem(info.Problem, "the worktree directory is missing")
+		return
+	}
+	if _, err := openLayout(ctx, rec); err != nil {
+		var ue *UntrustedError
+		if errors.As(err, &ue) {
+			info.Untrusted = ue.Why
+		}
+		info.Problem = joinProblem(info.Problem, err.Error())
 	}
 }
 
@@ -430,21 +452,25 @@ func readStatus(ctx context.Context, info *Info) {
 		a = Assess(ctx, rec)
 	}
 	info.Assessment = &a
-	if rec.RepoRoot == "" || info.DirMissing {
+	if rec.RepoRoot == "" || info.DirMissing || info.Untrusted != "" {
 		return
 	}
-	tip := ""
-	if t, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "refs/heads/"+rec.Branch+"^{commit}"); err == nil {
-		tip = strings.TrimSpace(t)
+	l, err := openLayout(ctx, rec)
+	if err != nil {
+		return
 	}
-	if tip != "" && rec.Baseline != "" {
-		if n, err := read(ctx, rec.RepoRoot, "rev-list", "--count", rec.Baseline+".."+tip); err == nil {
+	tip, err := l.branchTip(ctx, rec.Branch)
+	if err != nil {
+		return
+	}
+	if rec.Baseline != "" {
+		if n, err := l.read(ctx, "rev-list", "--count", rec.Baseline+".."+tip); err == nil {
 			info.Commits, _ = strconv.Atoi(strings.TrimSpace(n))
 		}
 	}
 	aheadKnown := false
-	if tip != "" {
-		if out, err := read(ctx, rec.RepoRoot, "rev-list", "--left-right", "--count", tip+"...HEAD"); err == nil {
+	if head, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil {
+		if out, err := l.read(ctx, "rev-list", "--left-right", "--count", tip+"..."+strings.TrimSpace(head)); err == nil {
 			f := strings.Fields(out)
 			if len(f) == 2 {
 				info.Ahead, _ = strconv.Atoi(f[0])
@@ -453,7 +479,7 @@ func readStatus(ctx context.Context, info *Info) {
 			}
 		}
 	}
-	if st, err := uncommitted(ctx, rec.Path); err == nil {
+	if st, err := uncommitted(ctx, l); err == nil {
 		info.Dirty = len(st) > 0
 	} else {
 		info.Problem = joinProblem(info.Problem, err.Error())
@@ -461,16 +487,27 @@ func readStatus(ctx context.Context, info *Info) {
 	info.Merged = a.State == WorkPresent && aheadKnown && info.Ahead == 0 && info.Commits > 0 && !info.Dirty
 }
 
-// uncommitted lists `git status --porcelain` lines of the worktree at path
-// (all untracked files shown).
-func uncommitted(ctx context.Context, path string) ([]string, error) {
-	out, err := gitCall{dir: path, read: true, ceiling: parentDir(path),
-		config: []string{"status.showUntrackedFiles=all"},
-		args:   []string{"status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none"}}.exec(ctx)
+// uncommitted lists the `git status --porcelain` lines of the worktree
+// (all untracked files shown; submodules are not looked into).
+func uncommitted(ctx context.Context, l *layout) ([]string, error) {
+	c := l.call("status", "--porcelain", "--untracked-files=all", "--ignore-submodules=dirty")
+	c.read = true
+	c.config = []string{"status.showUntrackedFiles=all"}
+	out, err := c.exec(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("git status in %s: %w", path, err)
+		return nil, fmt.Errorf("git status in %s: %w", l.workTree, err)
 	}
 	return lines(out), nil
+}
+
+// uncommittedIn is uncommitted for the worktree of rec, once ink has
+// verified it.
+func uncommittedIn(ctx context.Context, rec Record) ([]string, error) {
+	l, err := openLayout(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return uncommitted(ctx, l)
 }
 
 func joinProblem(a, b string) string {

@@ -22,17 +22,46 @@ func lockReason(childID string, pid int) string {
 // Lock marks the worktree locked with reason (e.g. "ink <childId> pid
 // <pid>"), replacing an existing lock, so `git worktree prune` and other
 // tools leave it alone while a worker runs in it. It holds the
-// repository's lock while it does so.
+// repository's lock while it does so. A worktree made by an earlier ink,
+// whose git lived in the repository's git directory, first gets a git
+// directory of its own (the child's sandbox never writes the
+// repository's); a worktree ink cannot trust is an *UntrustedError and is
+// not locked.
 func Lock(ctx context.Context, rec Record, reason string) error {
 	lk, err := lockRepo(ctx, rec.RepoRoot)
 	if err != nil {
 		return fmt.Errorf("lock worktree %s: %w", rec.Path, err)
 	}
 	defer lk.unlock()
+	if err := ownGitDir(ctx, rec); err != nil {
+		return fmt.Errorf("lock worktree %s: %w", rec.Path, err)
+	}
 	if err := unlockWorktree(ctx, lk, rec); err != nil {
 		return err
 	}
 	return lockWorktree(ctx, lk, rec, reason)
+}
+
+// ownGitDir makes sure the worktree of rec has its own git directory:
+// nothing to do when it has a verified one; a worktree made by an earlier
+// ink (or whose git directory was being set up when ink stopped) gets
+// one. The caller holds the repository lock.
+func ownGitDir(ctx context.Context, rec Record) error {
+	l, err := openLayout(ctx, rec)
+	if err == nil && l.sealed {
+		return nil
+	}
+	if err == nil {
+		return makeGitDir(ctx, rec)
+	}
+	if _, lerr := openLegacy(ctx, rec); lerr == nil {
+		// Set up half-way: the link still names the repository's metadata.
+		if err := removeGitDir(rec.Path); err != nil {
+			return err
+		}
+		return makeGitDir(ctx, rec)
+	}
+	return err
 }
 
 func lockWorktree(ctx context.Context, lk *repoLock, rec Record, reason string) error {

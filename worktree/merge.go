@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -97,6 +98,7 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 		}
 	}
 	var work []string
+	var l *layout
 	if dirExists(rec.Path) {
 		a := unknown("no ink record for %s, and its branch's reflog no longer says where it started", rec.Path)
 		if rec.Baseline != "" {
@@ -106,11 +108,19 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 			return res, &MergeRefusedError{Why: fmt.Sprintf("ink cannot tell what the worktree %s holds (%s), so it will not merge it; look at it with %s, merge %s yourself if you want it (`git merge %s` in %s), or drop it with `ink worktrees rm --force %s`",
 				rec.Path, a.Detail, inspectHint(info), rec.Branch, rec.Branch, root, id)}
 		}
-		st, err := uncommitted(ctx, rec.Path)
+		if l, err = openLayout(ctx, rec); err != nil {
+			return res, fmt.Errorf("merge %s: %w", id, err)
+		}
+		st, err := uncommitted(ctx, l)
 		if err != nil {
 			return res, fmt.Errorf("merge %s: %w", id, err)
 		}
 		work = statusFiles(strings.Join(st, "\n"))
+	}
+	// The child's commits come into the repository before anything is
+	// judged there.
+	if _, err := syncLocked(ctx, lk, rec); err != nil && dirExists(rec.GitDir()) {
+		return res, fmt.Errorf("merge %s: %w", id, err)
 	}
 
 	into, err := read(ctx, root, "symbolic-ref", "-q", "--short", "HEAD")
@@ -134,27 +144,33 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 	}
 	mergeTip := tip
 	if len(work) > 0 {
-		c, files, err := commitWork(ctx, rec, tip)
+		c, files, err := commitWork(ctx, l, rec, tip)
 		if err != nil {
 			return res, fmt.Errorf("merge %s: commit the worktree's work: %w", id, err)
+		}
+		if l.sealed {
+			if err := copyObjects(ctx, lk, l, root, []string{c}, []string{tip}); err != nil {
+				return res, fmt.Errorf("merge %s: commit the worktree's work: %w", id, err)
+			}
 		}
 		mergeTip = c
 		res.Committed, res.CommittedFiles = c, files
 	}
 
 	if !inHead(ctx, root, mergeTip) {
+		if err := refuseDrivers(ctx, root, rec.Branch, mergeTip); err != nil {
+			return res, err
+		}
 		if err := preflight(ctx, root, res.Into, rec.Branch, mergeTip); err != nil {
 			return res, err
 		}
 	}
 	if res.Committed != "" {
-		// The commit the preflight passed becomes the branch's tip, and the
-		// worktree's index follows it (its files already match).
-		if _, err := lk.run(ctx, root, "update-ref", "-m", "ink: commit the work left uncommitted", "refs/heads/"+rec.Branch, mergeTip, tip); err != nil {
-			return res, fmt.Errorf("merge %s: %w", id, err)
-		}
-		if _, err := lk.call(gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), args: []string{"reset", "-q"}}).exec(ctx); err != nil {
-			return res, fmt.Errorf("merge %s: committed the work on %s as %s, but the worktree's index could not follow: %w", id, rec.Branch, ShortSHA(mergeTip), err)
+		// The commit the preflight passed becomes the branch's tip, in the
+		// worktree's git directory first and then in the repository, and
+		// the worktree's index follows it (its files already match).
+		if err := moveBranch(ctx, lk, l, rec, mergeTip, tip); err != nil {
+			return res, fmt.Errorf("merge %s: committed the work on %s as %s, but %w", id, rec.Branch, ShortSHA(mergeTip), err)
 		}
 	}
 	if inHead(ctx, root, mergeTip) {
@@ -223,6 +239,59 @@ func preflight(ctx context.Context, root, into, branch, tip string) error {
 	}
 }
 
+// refuseDrivers refuses a merge of tip into the main checkout at root
+// when a file the branch changes is handled, by its attributes, by a filter
+// or merge driver that the repository's own configuration defines
+// (git-crypt, `git lfs install --local`, a custom merge driver): ink's git
+// never runs those programs, so it would write such files unconverted or
+// fail half-way; the user merges them with their own git.
+func refuseDrivers(ctx context.Context, root, branch, tip string) error {
+	ds, err := configDrivers(ctx, gitCall{dir: root})
+	if err != nil {
+		return fmt.Errorf("merge preflight: %w", err)
+	}
+	defined := map[string]bool{}
+	for _, d := range ds {
+		if d.kind == "filter" || d.kind == "merge" {
+			defined[d.kind+"\x00"+d.name] = true
+		}
+	}
+	if len(defined) == 0 {
+		return nil
+	}
+	changed, err := read(ctx, root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "HEAD..."+tip)
+	if err != nil {
+		return fmt.Errorf("merge preflight: %w", err)
+	}
+	if strings.Trim(changed, "\x00") == "" {
+		return nil
+	}
+	attrs, err := gitCall{dir: root, read: true, stdin: strings.NewReader(changed),
+		args: []string{"check-attr", "-z", "--stdin", "filter", "merge"}}.exec(ctx)
+	if err != nil {
+		return fmt.Errorf("merge preflight: %w", err)
+	}
+	var files, names []string
+	f := strings.Split(attrs, "\x00")
+	for i := 0; i+2 < len(f); i += 3 {
+		path, attr, value := f[i], f[i+1], f[i+2]
+		if !defined[attr+"\x00"+value] {
+			continue
+		}
+		if !slices.Contains(files, path) {
+			files = append(files, path)
+		}
+		if n := attr + " driver " + value; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return &MergeRefusedError{Why: fmt.Sprintf("the repository's own configuration defines the %s, which handles files the merge touches, and ink's git never runs a program that repository configuration names; merge the branch yourself with `git merge %s` in %s",
+		strings.Join(names, ", "), branch, root), Files: files}
+}
+
 // afterMerge removes the worktree and its branch once everything in them
 // is merged (tip is the branch's tip, now in HEAD), unless its child can
 // still be resumed or something is left in it.
@@ -237,9 +306,9 @@ func afterMerge(ctx context.Context, lk *repoLock, info Info, tip string, opts M
 		}
 	}
 	if dirExists(rec.Path) {
-		st, err := uncommitted(ctx, rec.Path)
+		st, err := uncommittedIn(ctx, rec)
 		if err != nil || len(st) > 0 {
-			return false, fmt.Sprintf("files appeared in it during the merge; look at them with `git -C %s status`", rec.Path)
+			return false, fmt.Sprintf("files appeared in it during the merge; look at them with `ink worktrees diff %s`", info.ChildID)
 		}
 	}
 	if err := dropWorktree(ctx, lk, rec, tip, false); err != nil {
@@ -251,28 +320,32 @@ func afterMerge(ctx context.Context, lk *repoLock, info Info, tip string, opts M
 // commitWork builds, without touching the worktree, its branch or its
 // index, a commit on top of tip holding every uncommitted and untracked
 // (not ignored) file of the worktree: it stages them into a copy of the
-// worktree's index. It returns the commit and the files it changes.
-func commitWork(ctx context.Context, rec Record, tip string) (string, []string, error) {
+// worktree's index. The commit is written to the worktree's git
+// directory. It returns the commit and the files it changes.
+func commitWork(ctx context.Context, l *layout, rec Record, tip string) (string, []string, error) {
 	var commit string
 	var files []string
-	err := withIndexCopy(ctx, rec.Path, func(env []string) error {
-		add := gitCall{dir: rec.Path, noHooks: true, ceiling: parentDir(rec.Path), env: env, args: []string{"add", "-A", "--", "."}}
+	err := withIndexCopy(l, func(env []string) error {
+		add := l.call("add", "-A", "--", ".")
+		add.env = env
 		if _, err := add.exec(ctx); err != nil {
 			return err
 		}
-		tree, err := gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), env: env, args: []string{"write-tree"}}.exec(ctx)
+		wt := l.call("write-tree")
+		wt.env = env
+		tree, err := wt.exec(ctx)
 		if err != nil {
 			return err
 		}
 		tree = strings.TrimSpace(tree)
-		names, err := readIn(ctx, rec.Path, "diff", "--name-status", "--no-renames", tip, tree)
+		names, err := l.read(ctx, "diff", "--name-status", "--no-renames", tip, tree)
 		if err != nil {
 			return err
 		}
 		files = lines(names)
-		msg := commitMessage(rec, files)
-		out, err := gitCall{dir: rec.Path, ceiling: parentDir(rec.Path), env: identityEnv(ctx, rec.Path),
-			args: []string{"commit-tree", tree, "-p", tip, "-m", msg}}.exec(ctx)
+		ct := l.call("commit-tree", tree, "-p", tip, "-m", commitMessage(rec, files))
+		ct.env = identityEnv(ctx, rec.RepoRoot)
+		out, err := ct.exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -280,6 +353,29 @@ func commitWork(ctx context.Context, rec Record, tip string) (string, []string, 
 		return nil
 	})
 	return commit, files, err
+}
+
+// moveBranch sets the worktree's branch from tip to commit — in the
+// worktree's own git directory first, so that a later Sync cannot move it
+// back, then in the repository — and resets the worktree's index to it.
+func moveBranch(ctx context.Context, lk *repoLock, l *layout, rec Record, commit, tip string) error {
+	ref := "refs/heads/" + rec.Branch
+	msg := "ink: commit the work left uncommitted"
+	if l.sealed {
+		if err := l.checkRefDirs(rec.Branch); err != nil {
+			return err
+		}
+		if _, err := l.call("update-ref", "-m", msg, ref, commit, tip).exec(ctx); err != nil {
+			return fmt.Errorf("the worktree's branch could not move: %w", err)
+		}
+	}
+	if _, err := lk.run(ctx, rec.RepoRoot, "update-ref", "-m", msg, ref, commit, tip); err != nil {
+		return fmt.Errorf("the branch could not move in %s: %w", rec.RepoRoot, err)
+	}
+	if _, err := lk.call(l.call("reset", "-q")).exec(ctx); err != nil {
+		return fmt.Errorf("the worktree's index could not follow: %w", err)
+	}
+	return nil
 }
 
 // maxMessageFiles bounds the files a generated commit message lists.
@@ -300,10 +396,10 @@ func commitMessage(rec Record, files []string) string {
 	return b.String()
 }
 
-// identityEnv returns the environment that gives a commit made in dir an
-// author and committer: none when the repository (its config, or the
-// GIT_AUTHOR_*/GIT_COMMITTER_* variables) has an identity, else
-// "ink <ink@localhost>" for whichever is missing.
+// identityEnv returns the environment that gives a commit made for the
+// repository at dir an author and committer: none when the repository
+// (its config, or the GIT_AUTHOR_*/GIT_COMMITTER_* variables) has an
+// identity, else "ink <ink@localhost>" for whichever is missing.
 func identityEnv(ctx context.Context, dir string) []string {
 	var env []string
 	for _, who := range []string{"AUTHOR", "COMMITTER"} {

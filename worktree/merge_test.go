@@ -10,11 +10,19 @@ import (
 )
 
 // commitIn edits rel in the worktree and commits it.
+// commitIn commits rel in dir. In one of ink's worktrees that is a child's
+// commit, and the child's attempt ends: ink brings it into the repository,
+// as the orchestrator's Settle does.
 func commitIn(t *testing.T, dir, rel, content, msg string) {
 	t.Helper()
 	writeFile(t, dir, rel, content)
 	git(t, dir, "add", ".")
 	git(t, dir, "commit", "-q", "-m", msg)
+	if rec, ok, _ := enclosingWorktree(dir); ok {
+		if err := Sync(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func findInfo(t *testing.T, home, id string) Info {
@@ -129,7 +137,7 @@ func TestMergeRefusals(t *testing.T) {
 		}, "is in use by running process " + itoa(os.Getpid()), nil},
 		{"unknown: the worktree's branch was switched", func(t *testing.T, root string, rec Record) {
 			git(t, rec.Path, "checkout", "-q", "-b", "elsewhere")
-		}, "ink cannot tell what the worktree %PATH% holds (%PATH% is registered on \"elsewhere\", not on ink/m (the branch was switched)), so it will not merge it; look at it with `ink worktrees diff m` (or git in %PATH%), merge ink/m yourself if you want it (`git merge ink/m` in %ROOT%), or drop it with `ink worktrees rm --force m`", nil},
+		}, "ink cannot tell what the worktree %PATH% holds (%PATH% is on \"elsewhere\", not on ink/m (the branch was switched)), so it will not merge it; look at it with `ink worktrees diff m` (or git in %PATH%), merge ink/m yourself if you want it (`git merge ink/m` in %ROOT%), or drop it with `ink worktrees rm --force m`", nil},
 		{"unknown: its .git link is gone", func(t *testing.T, root string, rec Record) {
 			os.Remove(filepath.Join(rec.Path, ".git"))
 		}, "or drop it with `ink worktrees rm --force m`", nil},

@@ -67,6 +67,9 @@ func RepoSlug(root string) string {
 	return base + "-" + repoHash(root)[:8]
 }
 
+// slugPattern matches what RepoSlug returns.
+var slugPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9._-]{1,40}-[0-9a-f]{8}$`) })
+
 var childIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
 
 // checkChildID refuses an id that is not safe as a directory and branch name.

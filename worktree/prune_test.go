@@ -52,7 +52,8 @@ func TestPrune(t *testing.T) {
 	// record remains.
 	orphan := mk(home, "orphan")
 	Unlock(ctx, orphan)
-	git(t, root, "worktree", "remove", orphan.Path)
+	os.RemoveAll(orphan.Path)
+	git(t, root, "worktree", "prune")
 	git(t, root, "branch", "-D", "ink/orphan")
 	resumable := mk(home, "resumable")
 	Unlock(ctx, resumable)

@@ -181,28 +181,31 @@ func removeTemps(dir string, minAge time.Duration) []string {
 	return removed
 }
 
-// recordFromGit rebuilds the record of an ink worktree from git alone, for
-// a worktree whose record file is missing or cannot be trusted, or that
-// another INK_HOME made: the repository its .git link leads to (root when
-// known), its branch, and — when the branch's oldest reflog entry is the
-// creation entry `git worktree add -b` writes — its baseline and creation
-// reflog. Fields it cannot establish stay empty, which Assess reports as
-// Unknown.
+// recordFromGit rebuilds the record of an ink worktree from the user's
+// repository alone, for a worktree whose record file is missing or cannot
+// be trusted, or that another INK_HOME made: the repository (root when
+// known, else the one its .git link or its git directory names, accepted
+// only when the worktree's directory is that repository's slug and the
+// repository registers it), its branch as the repository registers it,
+// and — when the branch's oldest reflog entry is the creation entry `git
+// worktree add -b` writes — its baseline and creation reflog. It never
+// runs git in the worktree. Fields it cannot establish stay empty, which
+// Assess reports as Unknown.
 func recordFromGit(ctx context.Context, path, root string) Record {
 	rec := Record{Path: path, Cwd: path, RepoRoot: root}
 	if rec.RepoRoot == "" {
-		if common, err := readIn(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
-			if r, err := mainRoot(ctx, path, strings.TrimSpace(common)); err == nil {
-				rec.RepoRoot = r
-			}
+		rec.RepoRoot = guessRoot(ctx, path)
+	}
+	if rec.RepoRoot == "" {
+		return rec
+	}
+	rec.Branch = BranchPrefix + filepath.Base(path)
+	if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
+		if reg, ok := findRegistered(all, path); ok && reg.branch != "" {
+			rec.Branch = strings.TrimPrefix(reg.branch, "refs/heads/")
 		}
 	}
-	if head, err := readIn(ctx, path, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
-		rec.Branch = strings.TrimSpace(head)
-	} else if rec.RepoRoot != "" {
-		rec.Branch = BranchPrefix + filepath.Base(path)
-	}
-	if rec.RepoRoot == "" || rec.Branch != BranchPrefix+filepath.Base(path) {
+	if rec.Branch != BranchPrefix+filepath.Base(path) {
 		return rec
 	}
 	out, err := read(ctx, rec.RepoRoot, "reflog", "show", "--format=%H %gs", "refs/heads/"+rec.Branch)
@@ -220,4 +223,37 @@ func recordFromGit(ctx context.Context, path, root string) Record {
 		rec.CreationReflog = oldest
 	}
 	return rec
+}
+
+// guessRoot finds the main checkout of the repository a worktree without a
+// record belongs to, from what its .git link (as `git worktree add` wrote
+// it) or its git directory's alternates (as ink wrote them) name; a
+// candidate counts only when the worktree lies in that checkout's slug
+// directory and the checkout registers it, so git runs only in a
+// repository ink made the worktree for. "" when none does.
+func guessRoot(ctx context.Context, path string) string {
+	slug := filepath.Base(filepath.Dir(filepath.Clean(path)))
+	var commons []string
+	if link, err := readSmall(filepath.Join(path, ".git"), maxPointer); err == nil {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(link), "gitdir: "); ok && filepath.IsAbs(d) {
+			commons = append(commons, filepath.Dir(filepath.Dir(d)))
+		}
+	}
+	if alt, err := readSmall(filepath.Join(gitDirOf(path), "objects", "info", "alternates"), maxPointer); err == nil {
+		if d := strings.TrimSpace(alt); filepath.IsAbs(d) {
+			commons = append(commons, filepath.Dir(d))
+		}
+	}
+	for _, c := range commons {
+		root := filepath.Dir(filepath.Clean(c))
+		if filepath.Base(c) != ".git" || RepoSlug(root) != slug || !dirExists(c) {
+			continue
+		}
+		if all, err := listRegistered(ctx, root); err == nil {
+			if _, ok := findRegistered(all, path); ok {
+				return root
+			}
+		}
+	}
+	return ""
 }

@@ -65,6 +65,8 @@ func remains(ctx context.Context, rec Record) []string {
 	var left []string
 	if _, err := os.Lstat(rec.Path); err == nil {
 		left = append(left, "worktree "+rec.Path)
+	} else if _, err := os.Lstat(rec.GitDir()); err == nil {
+		left = append(left, "git directory "+rec.GitDir())
 	} else if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
 		if _, ok := findRegistered(all, rec.Path); ok {
 			left = append(left, "the registration of "+rec.Path+" in "+rec.RepoRoot)
@@ -82,10 +84,11 @@ func remains(ctx context.Context, rec Record) []string {
 }
 
 // Remove deletes a Clean worktree: under the repository lock it assesses
-// again and refuses with *NotCleanError unless Clean, then unlocks it, runs
-// `git worktree remove` (no --force), deletes the branch only while it still
-// points at the baseline and is the ink/<childId> branch of the record, runs
-// `git worktree prune` and deletes the record file. A failure part-way is a
+// again and refuses with *NotCleanError unless Clean, then unlocks it,
+// deletes its directory and its own git directory, runs `git worktree
+// prune` (which drops its registration), deletes the branch only while it
+// still points at the baseline and is the ink/<childId> branch of the
+// record, and deletes the record file. A failure part-way is a
 // *RemovalError that says what remains. Safe for concurrent use.
 func Remove(ctx context.Context, rec Record) error {
 	lk, err := lockRepo(ctx, rec.RepoRoot)

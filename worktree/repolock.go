@@ -101,17 +101,15 @@ func (l *repoLock) unlock() {
 	_ = l.f.Close()
 }
 
-// run runs a git command that changes the repository, under the lock:
-// hooks off, no automatic gc (a detached gc would inherit the lock), the
-// lock's descriptor inherited.
+// run runs a git command that changes the repository, under the lock, with
+// the lock's descriptor inherited (like every call of ink's git it runs no
+// hook and no automatic gc, which would inherit the lock).
 func (l *repoLock) run(ctx context.Context, dir string, args ...string) (string, error) {
-	return l.call(gitCall{dir: dir, noHooks: true, args: args}).exec(ctx)
+	return l.call(gitCall{dir: dir, args: args}).exec(ctx)
 }
 
 // call prepares c to run under the lock.
 func (l *repoLock) call(c gitCall) gitCall {
 	c.lock = l
-	c.noHooks = true
-	c.config = append([]string{"gc.auto=0", "maintenance.auto=false"}, c.config...)
 	return c
 }

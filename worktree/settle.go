@@ -28,11 +28,26 @@ type Outcome struct {
 	Remains []string `json:"remains,omitempty"`
 }
 
-// Settle is the orchestrator's one call after an attempt ends: it assesses
-// the worktree and removes it only when Clean (Remove re-assesses under the
-// repository lock); work-present and unknown worktrees are kept untouched.
-func Settle(ctx context.Context, rec Record) Outcome {
+// SyncAndAssess brings the child's commits into the repository (Sync) and
+// assesses the worktree; a worktree whose commits could not be brought
+// back is Unknown, with why. The orchestrator calls it, or Settle, after
+// every attempt.
+func SyncAndAssess(ctx context.Context, rec Record) Assessment {
+	synced := Sync(ctx, rec)
 	a := Assess(ctx, rec)
+	if synced != nil && a.State != Unknown {
+		return unknown("its commits could not be brought into %s: %v", rec.RepoRoot, synced)
+	}
+	return a
+}
+
+// Settle is the orchestrator's one call after an attempt ends: it brings
+// the child's commits into the repository (Sync), assesses the worktree and
+// removes it only when Clean (Remove re-assesses under the repository
+// lock); work-present and unknown worktrees are kept untouched, and so is
+// one whose commits could not be brought back (Unknown, with why).
+func Settle(ctx context.Context, rec Record) Outcome {
+	a := SyncAndAssess(ctx, rec)
 	switch a.State {
 	case WorkPresent:
 		return Outcome{Disposition: DispositionKeptWork, Text: Describe(a, rec), Assessment: a}

@@ -16,6 +16,7 @@ const (
 	ProblemBranchSwapped   = "worktree-branch-swapped"
 	ProblemHistoryReplaced = "worktree-history-replaced"
 	ProblemCwdOutside      = "worktree-cwd-outside"
+	ProblemUntrusted       = "worktree-untrusted"
 )
 
 // Problem is one reason a worktree cannot be resumed in.
@@ -27,7 +28,8 @@ type Problem struct {
 // Validate checks, before a resume, that the worktree of rec is still the
 // one the child worked in, and returns every problem found (none when it
 // can be resumed): the repository exists, the directory exists, git still
-// registers it and its .git link leads back, HEAD is still the branch, the
+// registers it and its .git link and git directory are the ones ink made
+// (else ink runs no git in it), HEAD is still the branch, the
 // baseline is an ancestor of the branch and the creation reflog snapshot is
 // still in the branch's reflog, and the cwd resolves inside the worktree.
 // It only reads; safe for concurrent use.
@@ -75,9 +77,9 @@ func Validate(ctx context.Context, rec Record) []Problem {
 		case !found:
 			add(ProblemUnregistered, "%s is no longer a registered worktree of %s", rec.Path, rec.RepoRoot)
 		case pathOK:
-			if lerr := checkLinked(ctx, rec.RepoRoot, rec.Path); lerr != nil {
-				add(ProblemUnregistered, "%v", lerr)
-			} else if head, herr := readIn(ctx, rec.Path, "symbolic-ref", "-q", "HEAD"); herr != nil || strings.TrimSpace(head) != ref {
+			if l, lerr := openLayout(ctx, rec); lerr != nil {
+				add(ProblemUntrusted, "%v", lerr)
+			} else if head, herr := l.read(ctx, "symbolic-ref", "-q", "HEAD"); herr != nil || strings.TrimSpace(head) != ref {
 				add(ProblemBranchSwapped, "the worktree is no longer on branch %s (HEAD: %s)", rec.Branch, describeHead(head, herr))
 			}
 		default:

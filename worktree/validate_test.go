@@ -33,7 +33,8 @@ func TestValidate(t *testing.T) {
 		}, []string{ProblemMissing}},
 		{"worktree and branch removed", func(t *testing.T, root string, rec *Record) {
 			Unlock(context.Background(), *rec)
-			git(t, root, "worktree", "remove", rec.Path)
+			os.RemoveAll(rec.Path)
+			git(t, root, "worktree", "prune")
 			git(t, root, "branch", "-D", rec.Branch)
 		}, []string{ProblemMissing}},
 		{"registration deleted", func(t *testing.T, root string, rec *Record) {
@@ -42,13 +43,16 @@ func TestValidate(t *testing.T) {
 		{".git link replaced", func(t *testing.T, root string, rec *Record) {
 			other := newRepo(t)
 			writeFile(t, rec.Path, ".git", "gitdir: "+filepath.Join(other, ".git")+"\n")
-		}, []string{ProblemUnregistered}},
+		}, []string{ProblemUntrusted}},
 		{"branch swapped", func(t *testing.T, root string, rec *Record) {
 			git(t, rec.Path, "switch", "-q", "-c", "other")
 		}, []string{ProblemBranchSwapped}},
 		{"history reset behind the baseline", func(t *testing.T, root string, rec *Record) {
 			first := git(t, root, "rev-list", "--max-parents=0", "HEAD")
 			git(t, rec.Path, "reset", "-q", "--hard", first)
+			if err := Sync(context.Background(), *rec); err != nil {
+				t.Fatal(err)
+			}
 		}, []string{ProblemHistoryReplaced}},
 		{"reflog expired", func(t *testing.T, root string, rec *Record) {
 			git(t, root, "reflog", "expire", "--expire=now", "--all")

@@ -1199,12 +1199,15 @@ func TestResumeWorktreeRefusals(t *testing.T) {
 	}
 
 	// git no longer knows the worktree.
+	// (Its metadata is moved out of .git/worktrees, where git would still
+	// find it under another name.)
 	admin := filepath.Join(e.dir, ".git", "worktrees", filepath.Base(wt))
-	if err := os.Rename(admin, admin+".aside"); err != nil {
+	adminAside := filepath.Join(e.dir, ".git", "aside-"+filepath.Base(wt))
+	if err := os.Rename(admin, adminAside); err != nil {
 		t.Fatal(err)
 	}
 	refused("worktree unregistered", `worktree-unregistered: `)
-	if err := os.Rename(admin+".aside", admin); err != nil {
+	if err := os.Rename(adminAside, admin); err != nil {
 		t.Fatal(err)
 	}
 

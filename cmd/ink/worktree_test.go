@@ -392,7 +392,7 @@ func TestWorktreeUnknownKeptForSafety(t *testing.T) {
 		flags              []string
 	}{
 		{".git file deleted", "rm .git", ".git link is missing or broken", nil},
-		{"branch switched", "git switch -q -c elsewhere", `is registered on "elsewhere", not on ink/`, []string{"--sandbox", "danger-full-access"}},
+		{"branch switched", "git switch -q -c elsewhere", `is on "elsewhere", not on ink/`, []string{"--sandbox", "danger-full-access"}},
 		{"detached HEAD", "git checkout -q --detach", "has a detached HEAD, not on ink/", nil},
 	}
 	for _, tc := range cases {
@@ -999,13 +999,15 @@ func TestWorktreeChildWithoutTaskRuns(t *testing.T) {
 func TestWorktreeResumeAfterSIGKILL(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	// The worktree's lock is kept in the user's repository, which the
+	// child reads (its own git directory does not hold it).
 	script := e.wtOutside("s.yaml", `rules:
   - when: {user: "^start$", turn: 1}
     reply:
       calls: [{tool: bash, args: {command: "echo first >> a.txt && git commit -qam first-step && sleep 300"}}]
   - when: {user: "^go on$", turn: 1}
     reply:
-      calls: [{tool: bash, args: {command: "pwd; git rev-parse --abbrev-ref HEAD; git log -1 --format=%s; git worktree list --porcelain"}}]
+      calls: [{tool: bash, args: {command: "pwd; git rev-parse --abbrev-ref HEAD; git log -1 --format=%s; git -C `+e.dir+` worktree list --porcelain"}}]
   - when: {user: "^go on$", tool: bash, result: "first-step"}
     reply: {text: "resumed in my worktree with my commit"}
   - reply: {text: "lost my work"}
