@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -229,19 +228,8 @@ func demoRepo(ctx context.Context, repo string) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"config", "user.name", "ink demo"},
-		{"config", "user.email", "demo@ink.invalid"},
-		{"add", "-A"},
-		{"commit", "-q", "-m", "calc: first version"},
-	} {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("demo: git %s: %v: %s (ink demo needs git on PATH)", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-		}
+	if err := worktree.InitRepo(ctx, repo, "calc: first version", "ink demo", "demo@ink.invalid"); err != nil {
+		return fmt.Errorf("demo: %w (ink demo needs git on PATH)", err)
 	}
 	return nil
 }

@@ -191,7 +191,7 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 			return res, fmt.Errorf("merge %s: merged, but HEAD is unreadable: %w", id, err)
 		}
 		res.Commit = strings.TrimSpace(head)
-		if st, err := read(ctx, root, "diff", "--shortstat", "HEAD^1", "HEAD"); err == nil {
+		if st, err := read(ctx, root, "diff", "--shortstat", "--no-ext-diff", "--no-textconv", "HEAD^1", "HEAD"); err == nil {
 			res.Shortstat = strings.TrimSpace(st)
 		}
 	}
