@@ -16,11 +16,11 @@
 //     user's cache directory (os.UserCacheDir, e.g. ~/.cache, created if
 //     missing), because compilers and package managers write there, plus
 //     any extra directory the user lists (--writable DIR, or the profile's
-//     writable: list). When the root is a linked git worktree, that
-//     worktree's own git state is writable too (WorktreeGitDirs: its
-//     private git directory, the object store, its branch's ref
-//     directory), so git add and commit work there although the
-//     repository's git directory lies in the user's checkout.
+//     writable: list). A worktree child may also write the objects, refs
+//     and logs of its worktree's own git directory and the worktree's
+//     private directory in it (WorktreeGitDirs, named from ink's record,
+//     never read from the worktree), so git add, commit and stash work
+//     there; nothing of the user's repository is granted.
 //   - danger-full-access: no sandbox; commands may write anywhere the user
 //     may.
 //
@@ -73,10 +73,9 @@
 //   - What is writable is writable in full: in the root that includes .git
 //     (a changed hook or config runs later, outside any sandbox); in the
 //     cache directory, build caches other projects use; /dev/shm is shared
-//     with every process. A worktree child may write the repository's
-//     shared object store and the refs beside its own branch (other
-//     ink/* branches), though not the user's top-level branches, hooks or
-//     config.
+//     with every process. A worktree child may rewrite its worktree's .git
+//     link and everything in its own objects, refs and logs; ink's own git
+//     never follows that link (package worktree).
 //   - Other processes. Commands cannot ptrace processes outside their
 //     sandbox or open their memory, and from ABI 6 on they cannot signal
 //     them (below ABI 6 a command may signal any process the user may —
@@ -96,6 +95,7 @@
 // that write outside $TMPDIR to /tmp by a fixed path, or keep caches
 // outside the cache directory (~/go/pkg/mod, ~/.npm, ~/.cargo, ~/.m2),
 // get "Permission denied": list those directories as writable. In a
-// worktree child, git commands that touch more than the worktree's own
-// state (creating branches or tags, stash, gc) fail the same way.
+// worktree child, git commands that write its git directory's config,
+// hooks or packed-refs (git config, gc, pack-refs, worktree add) fail the
+// same way.
 package sandbox

@@ -10,10 +10,11 @@ import (
 // given private, the worktree's private directory inside the git directory
 // ink made for it (<gitdir>/worktrees/<name>). private comes from ink's
 // record of the worktree, never from the worktree itself, whose .git link
-// the child can rewrite. The answer is the git directory's objects, refs
-// and logs, and private (the worktree's HEAD, index and reflog): the child's
-// own objects, branches, tags, stash and reflogs, so that git add, commit,
-// status, log, diff and stash work in the worktree. The git directory's
+// the child can rewrite. The answer is the git directory's objects, refs,
+// logs and packed (where its packed-refs symlink leads, so refs can be
+// deleted), and private (the worktree's HEAD, index and reflog): the
+// child's own objects, branches, tags, stash and reflogs, so that git add,
+// commit, status, log, diff, stash and branch -D work in the worktree. The git directory's
 // config, hooks and info stay read-only, and nothing of the user's
 // repository is granted: the child's git reads the user's history through
 // the git directory's alternates, and ink brings the child's commits back
@@ -29,7 +30,8 @@ func WorktreeGitDirs(private string) ([]string, error) {
 		return nil, fmt.Errorf("the worktree's git directory %q is not an absolute <gitdir>/worktrees/<name> path", private)
 	}
 	gitDir := filepath.Dir(filepath.Dir(private))
-	grant := []string{filepath.Join(gitDir, "objects"), filepath.Join(gitDir, "refs"), filepath.Join(gitDir, "logs"), private}
+	grant := []string{filepath.Join(gitDir, "objects"), filepath.Join(gitDir, "refs"), filepath.Join(gitDir, "logs"),
+		filepath.Join(gitDir, "packed"), private}
 	for _, d := range append([]string{gitDir, filepath.Dir(private)}, grant...) {
 		fi, err := os.Lstat(d)
 		if err != nil {

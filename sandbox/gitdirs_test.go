@@ -15,7 +15,7 @@ import (
 func gitDirLayout(t *testing.T, base string) string {
 	t.Helper()
 	g := filepath.Join(base, "c1.git")
-	for _, d := range []string{"objects/info", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "worktrees/c1"} {
+	for _, d := range []string{"objects/info", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "packed", "worktrees/c1"} {
 		if err := os.MkdirAll(filepath.Join(g, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestWorktreeGitDirs(t *testing.T) {
 		t.Parallel()
 		private := gitDirLayout(t, t.TempDir())
 		g := filepath.Dir(filepath.Dir(private))
-		want := []string{filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "logs"), private}
+		want := []string{filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "logs"), filepath.Join(g, "packed"), private}
 		got, err := sandbox.WorktreeGitDirs(private)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("WorktreeGitDirs = %v, %v; want %v", got, err, want)

@@ -200,7 +200,7 @@ func TestBashWorktreeChild(t *testing.T) {
 	// makes it.
 	gitDir := worktree + ".git"
 	private := filepath.Join(gitDir, "worktrees", "child")
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "worktrees/child"} {
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads/ink", "logs/refs/heads/ink", "hooks", "info", "packed", "worktrees/child"} {
 		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -214,6 +214,9 @@ func TestBashWorktreeChild(t *testing.T) {
 		"worktrees/child/index":  readFile(t, filepath.Join(checkout, ".git", "worktrees", "child", "index")),
 	} {
 		writeFile(t, filepath.Join(gitDir, name), content)
+	}
+	if err := os.Symlink("packed/packed-refs", filepath.Join(gitDir, "packed-refs")); err != nil {
+		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(worktree, ".git"), "gitdir: "+private+"\n")
 	mainBefore := git(checkout, "rev-parse", "main")
@@ -243,7 +246,10 @@ func TestBashWorktreeChild(t *testing.T) {
 	if got := git(worktree, "rev-list", "--count", "ink/child"); got != "2" {
 		t.Fatalf("the child's branch has %s commits, want 2", got)
 	}
-	wantOK(t, run("echo wip > wip.txt && git stash -q -u && git stash pop -q && git branch scratch && git tag t1"))
+	wantOK(t, run("echo wip > wip.txt && git stash -q -u && git stash pop -q && git branch scratch && git tag t1 && git branch -D scratch && git tag -d t1 && git stash list | wc -l"))
+	if r := run("git rev-parse -q --verify refs/stash; echo stash=$?"); !strings.Contains(r.Content, "stash=1") {
+		t.Fatalf("the stash outlived its pop:\n%s", r.Content)
+	}
 	if got := git(checkout, "rev-list", "--count", "ink/child"); got != "1" {
 		t.Fatalf("the user's repository sees %s commits on ink/child, want 1 (ink brings the child's commits back itself)", got)
 	}

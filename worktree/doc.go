@@ -9,11 +9,29 @@
 // The package never loses work: any doubt (a git failure, a missing file, a
 // replaced history) is reported as Unknown and nothing is deleted, and it
 // never deletes a branch it did not create. Every git call goes through one
-// wrapper (git.go) that pins the locale, never prompts, keeps ink's own
-// writes free of repository hooks, and retries, a bounded number of times
-// with jitter, the failures git reports when it loses a race with another
-// git process (a held index.lock or config.lock, a worktree's metadata read
-// while it was being written).
+// wrapper (git.go) that pins the locale, never prompts, and retries, a
+// bounded number of times with jitter, the failures git reports when it
+// loses a race with another git process (a held index.lock or config.lock,
+// a worktree's metadata read while it was being written).
+//
+// # A git directory of its own, and git that runs nothing
+//
+// Each worktree has a git directory of its own beside it, <path>.git,
+// written by ink (layout.go, gitdir.go): the child's sandbox may write its
+// objects, refs, logs and the worktree's private directory
+// (Record.PrivateGitDir), never the user's repository, whose history it
+// reads through alternates. Sync (sync.go) brings the child's commits into
+// the user's repository under the repository lock, after every attempt and
+// before Merge and RemoveForce decide. ink's git never runs a program that
+// configuration names (harden.go): every call pins hooks, fsmonitor,
+// pagers, editors, ssh, credential helpers, transports, signing, external
+// diffs and automatic gc off and drops GIT_* overrides from the
+// environment; calls on the user's repository that may read file contents
+// pin the filter, merge and diff drivers its own configuration defines;
+// and in a worktree git runs with GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE
+// set to what ink verified (openLayout), never through the .git link the
+// child can rewrite. A worktree that fails the check is Untrusted: listed
+// as unknown with why, and never run git in.
 //
 // # One lock per repository, kept in the repository
 //
@@ -35,10 +53,13 @@
 //
 // # Files and crash safety
 //
-// Besides the worktree directory the package keeps one record file per
-// worktree, $INK_HOME/worktrees/<repo-slug>/<childId>.json (repository,
-// baseline, branch, creation reflog), so the admin commands know the
-// baseline; it is removed together with the worktree. Create writes the
+// Besides the worktree directory and its git directory (<childId>.git) the
+// package keeps one record file per worktree,
+// $INK_HOME/worktrees/<repo-slug>/<childId>.json (repository, baseline,
+// branch, creation reflog), so the admin commands know the baseline; it is
+// removed together with the worktree. The git directory is built under
+// <childId>.git.new and renamed into place, and the worktree's link moves
+// to it last, so it is whole or absent. Create writes the
 // record before it asks git for anything, and keeps the worktree locked as
 // "ink <childId> pid <pid> creating" until every step is done, so whatever
 // instant the creating process dies, what is left is nothing or something

@@ -55,12 +55,19 @@ func buildGitDir(ctx context.Context, rec Record, old *layout) error {
 	dirs := []string{
 		filepath.Join("objects", "info"), filepath.Join("objects", "pack"),
 		filepath.Join("refs", "heads", filepath.FromSlash(filepath.Dir(rec.Branch))), filepath.Join("refs", "tags"),
-		filepath.Dir(branchLog), "hooks", "info", filepath.Join(private, "logs"),
+		filepath.Dir(branchLog), "hooks", "info", filepath.Join(private, "logs"), "packed",
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
 			return err
 		}
+	}
+	// git rewrites packed-refs (when a ref is deleted: git branch -D, the
+	// last git stash drop) through its lock file, which it creates beside
+	// the file a symlink resolves to: the child may write packed/, never
+	// the directory itself.
+	if err := os.Symlink(filepath.Join("packed", "packed-refs"), filepath.Join(tmp, "packed-refs")); err != nil {
+		return err
 	}
 	files := map[string]string{
 		"HEAD":   "ref: refs/heads/" + rec.Branch + "\n",

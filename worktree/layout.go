@@ -23,8 +23,10 @@ import (
 //	<id>.git/refs/, logs/                   the child's branch ink/<id> (and any
 //	                                        ref it makes: tags, stash)
 //	<id>.git/worktrees/<id>/                the worktree's HEAD, index and reflog
+//	<id>.git/packed/packed-refs             the child's packed refs (<id>.git/packed-refs
+//	                                        is a symlink there, so that git can delete refs)
 //
-// The child's sandbox may write objects/, refs/, logs/ and
+// The child's sandbox may write objects/, refs/, logs/, packed/ and
 // worktrees/<id>/ of it, and nothing of the user's repository, so git
 // commit, add, status, log, diff and stash work in the worktree while the
 // user's store stays untouched. ink brings the child's commits into the
@@ -278,9 +280,13 @@ func (l *layout) checkRefDirs(branch string) error {
 			return untrusted(l.workTree, "%v", err)
 		}
 	}
-	p := filepath.Join(l.commonDir, "refs", "heads", filepath.FromSlash(branch))
-	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
-		return untrusted(l.workTree, "%s is not a regular file", p)
+	for _, p := range []string{filepath.Join(l.commonDir, "refs", "heads", filepath.FromSlash(branch)), filepath.Join(l.commonDir, "packed", "packed-refs")} {
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			return untrusted(l.workTree, "%s is not a regular file", p)
+		}
+	}
+	if err := realDir(filepath.Join(l.commonDir, "packed")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return untrusted(l.workTree, "%v", err)
 	}
 	return nil
 }

@@ -1149,7 +1149,8 @@ func TestWorktreeResumeAfterHostLoss(t *testing.T) {
 	path, worker, id := start["worktree"].(string), int(start["pid"].(float64)), start["childId"].(string)
 	waitFor(t, p, func(m map[string]any) bool { return m["type"] == "tool.start" })
 	deadline := time.Now().Add(time.Minute)
-	for e.wtGitIn(path, "log", "-1", "--format=%s") != "first-step" && time.Now().Before(deadline) {
+	// git commit moves the branch before it writes the index: wait for both.
+	for (e.wtGitIn(path, "log", "-1", "--format=%s") != "first-step" || e.wtGitIn(path, "--no-optional-locks", "status", "--porcelain") != "") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	host := p.cmd.Process.Pid
