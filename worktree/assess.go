@@ -143,19 +143,27 @@ func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 		return a, l
 	}
 
-	flags, err := l.read(ctx, "ls-files", "-v")
+	index, err := l.read(ctx, "ls-files", "-v", "-s", "-z")
 	if err != nil {
 		return unknown("cannot read the index of %s: %v", path, err), nil
 	}
-	for _, f := range lines(flags) {
-		if !strings.HasPrefix(f, "H ") {
-			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", f), nil
+	for _, entry := range strings.Split(index, "\x00") {
+		if entry == "" {
+			continue
 		}
-	}
-	if sub, err := checkedOutSubmodule(ctx, l); err != nil {
-		return unknown("cannot read the index of %s: %v", path, err), nil
-	} else if sub != "" {
-		return unknown("a repository is checked out at the submodule path %s, and ink runs no git in it; look at it yourself", sub), nil
+		meta, name, _ := strings.Cut(entry, "\t")
+		if !strings.HasPrefix(meta, "H ") {
+			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", strings.Fields(meta)[0]+" "+name), nil
+		}
+		// git would run git inside a repository checked out at a
+		// submodule path, with its configuration, to tell whether it is
+		// dirty: ink's git never looks inside (--ignore-submodules=dirty),
+		// and such a worktree is Unknown instead.
+		if strings.HasPrefix(meta, "H 160000 ") {
+			if _, err := os.Lstat(filepath.Join(l.workTree, filepath.FromSlash(name), ".git")); err == nil {
+				return unknown("a repository is checked out at the submodule path %s, and ink runs no git in it; look at it yourself", name), nil
+			}
+		}
 	}
 
 	status, err := uncommitted(ctx, l)
@@ -175,28 +183,6 @@ func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 	default:
 		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err), nil
 	}
-}
-
-// checkedOutSubmodule returns the first submodule path of the index at
-// which a repository is checked out ("" when none): git would run git
-// inside it, with that repository's configuration, to tell whether it is
-// dirty, so ink's git never looks inside (--ignore-submodules=dirty) and
-// such a worktree is Unknown instead.
-func checkedOutSubmodule(ctx context.Context, l *layout) (string, error) {
-	out, err := l.read(ctx, "ls-files", "-s", "-z")
-	if err != nil {
-		return "", err
-	}
-	for _, entry := range strings.Split(out, "\x00") {
-		meta, name, ok := strings.Cut(entry, "\t")
-		if !ok || !strings.HasPrefix(meta, "160000 ") {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(l.workTree, filepath.FromSlash(name), ".git")); err == nil {
-			return name, nil
-		}
-	}
-	return "", nil
 }
 
 // assessReflog checks the branch's reflogs against the creation snapshot:
