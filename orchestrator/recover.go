@@ -141,6 +141,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil), time.Time{}, time.Time{}
 	}
 	id := ctr.Header.ID
+	bringBackCommits(ctr.Header.Launch)
 	end, started, ended := attemptSpan(ctr, prior)
 	if !ended || end.Status == "" {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil), time.Time{}, time.Time{}
@@ -186,6 +187,20 @@ func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, s
 		}
 	}
 	return session.AttemptEntry{}, time.Time{}, false
+}
+
+// bringBackCommits brings the commits of a recovered child's worktree into
+// its repository, as the settle its dead supervisor never ran would have:
+// they live in the worktree's own git directory until then. A failure is
+// left for `ink worktrees` to report.
+func bringBackCommits(l *session.LaunchRecord) {
+	if l == nil || l.Worktree == nil {
+		return
+	}
+	w := l.Worktree
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = worktree.Sync(ctx, worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: l.Cwd})
 }
 
 // answerFromWorktree answers a dangling task call whose child never got a

@@ -208,7 +208,10 @@ func TestResumeRefusals(t *testing.T) {
 		{name: "worktree removed", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-missing"}, notCodes: []string{"cwd-missing"},
 			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
 			mutate: func(t *testing.T, fx fixture) {
-				runGit(t, fx.proj, "worktree", "remove", "--force", fx.child.Root)
+				if err := os.RemoveAll(fx.child.Root); err != nil {
+					t.Fatal(err)
+				}
+				runGit(t, fx.proj, "worktree", "prune")
 			}},
 		{name: "worktree on another branch", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-branch-swapped"},
 			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
@@ -231,7 +234,7 @@ func TestResumeRefusals(t *testing.T) {
 		{name: "worktree no longer registered", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-unregistered"},
 			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
 			mutate: func(t *testing.T, fx fixture) {
-				admin := runGit(t, fx.child.Root, "rev-parse", "--absolute-git-dir")
+				admin := filepath.Join(fx.proj, ".git", "worktrees", filepath.Base(fx.child.Root))
 				if err := os.RemoveAll(admin); err != nil {
 					t.Fatal(err)
 				}

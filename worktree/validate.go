@@ -81,6 +81,8 @@ func Validate(ctx context.Context, rec Record) []Problem {
 				add(ProblemUntrusted, "%v", lerr)
 			} else if head, herr := l.read(ctx, "symbolic-ref", "-q", "HEAD"); herr != nil || strings.TrimSpace(head) != ref {
 				add(ProblemBranchSwapped, "the worktree is no longer on branch %s (HEAD: %s)", rec.Branch, describeHead(head, herr))
+			} else if l.sealed && !descends(ctx, l, rec) {
+				add(ProblemHistoryReplaced, "branch %s in the worktree no longer descends from baseline %s (its history was replaced)", rec.Branch, ShortSHA(rec.Baseline))
 			}
 		default:
 			if reg.branch != ref {
@@ -108,6 +110,18 @@ func removedWhole(ctx context.Context, rec Record, ref string) bool {
 	}
 	_, err = read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", ref)
 	return exitCode(err) == 1
+}
+
+// descends reports whether the branch, as the worktree's own git directory
+// has it (where the child works, ahead of the repository until Sync), still
+// grows from the baseline.
+func descends(ctx context.Context, l *layout, rec Record) bool {
+	tip, err := l.branchTip(ctx, rec.Branch)
+	if err != nil {
+		return false
+	}
+	_, err = l.read(ctx, "merge-base", "--is-ancestor", rec.Baseline, tip)
+	return err == nil
 }
 
 func describeHead(head string, err error) string {

@@ -218,7 +218,8 @@ func cmdWorktreeID(ts *testscript.TestScript, neg bool, args []string) {
 	dirs, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", "*"))
 	var ids []string
 	for _, d := range dirs {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		// <id>.git beside a worktree is its git directory, not a worktree.
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && !strings.Contains(filepath.Base(d), ".") {
 			ids = append(ids, filepath.Base(d))
 		}
 	}
