@@ -65,6 +65,9 @@ func Validate(ctx context.Context, rec Record) []Problem {
 	}
 
 	if repoOK {
+		// mine is the worktree's own git directory, where the child's
+		// branch may be ahead of the repository's until Sync.
+		var mine *layout
 		all, err := listRegistered(ctx, rec.RepoRoot)
 		var reg registered
 		found := false
@@ -81,15 +84,15 @@ func Validate(ctx context.Context, rec Record) []Problem {
 				add(ProblemUntrusted, "%v", lerr)
 			} else if head, herr := l.read(ctx, "symbolic-ref", "-q", "HEAD"); herr != nil || strings.TrimSpace(head) != ref {
 				add(ProblemBranchSwapped, "the worktree is no longer on branch %s (HEAD: %s)", rec.Branch, describeHead(head, herr))
-			} else if l.sealed && !descends(ctx, l, rec) {
-				add(ProblemHistoryReplaced, "branch %s in the worktree no longer descends from baseline %s (its history was replaced)", rec.Branch, ShortSHA(rec.Baseline))
+			} else if l.sealed {
+				mine = l
 			}
 		default:
 			if reg.branch != ref {
 				add(ProblemBranchSwapped, "the worktree is registered on %q, not on %s", strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch)
 			}
 		}
-		ps = append(ps, validateHistory(ctx, rec, ref)...)
+		ps = append(ps, validateHistory(ctx, rec, ref, mine)...)
 	}
 
 	if p, ok := validateCwd(rec); !ok {
@@ -131,9 +134,11 @@ func describeHead(head string, err error) string {
 	return strings.TrimSpace(head)
 }
 
-// validateHistory checks that the branch grew from the baseline and that
-// its reflog still holds the creation snapshot.
-func validateHistory(ctx context.Context, rec Record, ref string) []Problem {
+// validateHistory checks that the branch grew from the baseline — in the
+// repository, and in the worktree's own git directory mine (when not nil),
+// where the child goes on — and that its reflog in the repository still
+// holds the creation snapshot.
+func validateHistory(ctx context.Context, rec Record, ref string, mine *layout) []Problem {
 	tip, err := read(ctx, rec.RepoRoot, "rev-parse", "--verify", "-q", ref+"^{commit}")
 	if err != nil {
 		return []Problem{{Code: ProblemBranchSwapped, Message: fmt.Sprintf("branch %s no longer exists", rec.Branch)}}
@@ -141,6 +146,8 @@ func validateHistory(ctx context.Context, rec Record, ref string) []Problem {
 	var ps []Problem
 	if _, err := read(ctx, rec.RepoRoot, "merge-base", "--is-ancestor", rec.Baseline, strings.TrimSpace(tip)); err != nil {
 		ps = append(ps, Problem{Code: ProblemHistoryReplaced, Message: fmt.Sprintf("branch %s no longer descends from baseline %s (its history was replaced)", rec.Branch, ShortSHA(rec.Baseline))})
+	} else if mine != nil && !descends(ctx, mine, rec) {
+		ps = append(ps, Problem{Code: ProblemHistoryReplaced, Message: fmt.Sprintf("branch %s in the worktree no longer descends from baseline %s (its history was replaced)", rec.Branch, ShortSHA(rec.Baseline))})
 	}
 	snap := lines(rec.CreationReflog)
 	out, err := read(ctx, rec.RepoRoot, "reflog", "show", "--format=%H %gs", ref)

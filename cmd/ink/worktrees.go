@@ -38,6 +38,11 @@ INK_HOME made them.
                             kept and why; a clean worktree is kept while its
                             child can still be resumed, unless --include-resumable
 
+A worktree whose .git link or git directory is not the one ink made is
+listed as unknown, with why, and ink runs no git in it: diff and merge
+refuse it, prune keeps it, rm removes it only with --force. Remove ink's
+worktrees with rm, not git worktree remove.
+
 Every command takes --json.`
 
 func newWorktreesCmd(g *globals) *cobra.Command {
