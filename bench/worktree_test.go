@@ -102,11 +102,13 @@ func replay(b *testing.B, cmds []gitCommand, from, to string) {
 }
 
 // BenchmarkWorktree measures ink's worktree cycle for a child — create
-// (repository lock, `worktree add -b`, reflog snapshot, lock reason,
-// record file), assess (clean) and remove — and its assessment alone, on a
-// repository of about 5,000 files, each iteration beside the floor "git":
-// the same git commands ink ran, recorded once and replayed for a fresh
-// child id, without ink around them.
+// (repository lock, `worktree add -b`, reflog snapshot, the worktree's own
+// git directory, lock reason, record file), assess (clean) and remove —
+// and its assessment alone, on a repository of about 5,000 files, each
+// iteration beside the floor "git": the same git commands ink ran,
+// recorded once and replayed for a fresh child id without ink around them
+// (git then finds the worktree through its .git link), plus deleting the
+// worktree's files, which ink does itself.
 func BenchmarkWorktree(b *testing.B) {
 	ctx := context.Background()
 	root := benchRepo(b)
@@ -137,7 +139,17 @@ func BenchmarkWorktree(b *testing.B) {
 			cycle(b, fmt.Sprintf("inkcycle%d", n))
 		}, floor{name: "git", run: func(b *testing.B) {
 			n++
-			replay(b, cmds, model, fmt.Sprintf("gitcycle%d", n))
+			id := fmt.Sprintf("gitcycle%d", n)
+			replay(b, cmds, model, id)
+			// ink deletes a clean worktree's files itself (git worktree
+			// remove refuses a worktree whose link names its own git
+			// directory); the floor deletes the replayed one likewise.
+			paths, _ := filepath.Glob(filepath.Join(home, "worktrees", "*", id))
+			for _, p := range paths {
+				if err := os.RemoveAll(p); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}})
 		b.ReportMetric(float64(len(cmds)), "git-commands")
 	})

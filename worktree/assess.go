@@ -121,19 +121,24 @@ func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 	if err != nil {
 		return unknown("%v", err), nil
 	}
-	head, err := l.read(ctx, "symbolic-ref", "-q", "HEAD")
-	if exitCode(err) == 1 {
-		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
-	}
+	// One git reads the branch's tip and where HEAD points.
+	out, err := l.read(ctx, "rev-parse", ref+"^{commit}", "--symbolic-full-name", "HEAD", "--")
 	if err != nil {
+		if strings.Contains(err.Error(), "unknown revision") {
+			return unknown("branch %s no longer exists in the worktree's git directory %s", rec.Branch, l.commonDir), nil
+		}
 		return unknown("HEAD of %s is unreadable: %v", path, err), nil
 	}
-	if h := strings.TrimSpace(head); h != ref {
-		return unknown("%s is on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(h, "refs/heads/"), rec.Branch), nil
+	ls := lines(out)
+	if len(ls) < 2 {
+		return unknown("HEAD of %s is unreadable (git said %q)", path, out), nil
 	}
-	tip, err := l.branchTip(ctx, rec.Branch)
-	if err != nil {
-		return unknown("%v", err), nil
+	tip, head := ls[0], ls[1]
+	if head == "HEAD" {
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
+	}
+	if head != ref {
+		return unknown("%s is on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(head, "refs/heads/"), rec.Branch), nil
 	}
 	if tip != rec.Baseline {
 		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, l, rec.Baseline, tip)}, l
