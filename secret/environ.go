@@ -53,7 +53,7 @@ func IsKeyName(name string) bool {
 }
 
 // FromEnviron returns the secrets configured in environ ("KEY=value"
-// entries): the value of every variable named like a key (see IsKeyName),
+// entries): the value of every variable named like a secret (see IsKeyName),
 // and the password, token-like user name or credential query parameter of
 // every variable whose value is a URL. Values shorter than MinLen are left
 // out. The result is sorted by name and holds each value once.
