@@ -19,6 +19,7 @@ import (
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/sandbox"
+	"github.com/inkdev/ink/secret"
 )
 
 // bashTool is the `bash` tool: it runs a shell command in the working
@@ -270,13 +271,13 @@ func seconds(d time.Duration) string {
 }
 
 // commandEnv is the environment of a bash command: the worker's own (already
-// an allowlist) minus model credentials, which belong to the worker's
-// provider and not to commands a model chooses to run.
+// an allowlist) minus every variable named like a secret (secret.IsKeyName),
+// which belongs to the worker and not to commands a model chooses to run.
 func commandEnv(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_AUTH_TOKEN") {
+		if secret.IsKeyName(k) {
 			continue
 		}
 		out = append(out, kv)
