@@ -145,6 +145,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 		Sandbox: box, Writable: writable,
+		Network: g.network.value, NetworkExplicit: g.network.given, AllowGitWrites: g.gitWrites,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 		Command: selfCommand(),
 	}
