@@ -177,7 +177,11 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 
 	// Sandbox.
-	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof)
+	boxRoot := parent.root // a worktree child's git state is confined another way
+	if launch.Worktree != nil || parent.gitDir != "" {
+		boxRoot = ""
+	}
+	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof, boxRoot)
 	if err != nil {
 		add("sandbox-drift", "%v", err)
 	} else if why := sandboxDrift(launch.Sandbox, box); why != "" {
@@ -236,7 +240,10 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	plan.child = &agentRun{
 		label: label, sessionID: h.ID, transcript: path, depth: launch.Depth,
 		binding: launch.Binding, system: system, files: parent.files, tools: tools, cwd: cwd, root: root, agent: agentName,
-		thinking: plan.thinking,
+		thinking: plan.thinking, gitDir: parent.gitDir,
+	}
+	if plan.worktree != nil {
+		plan.child.gitDir = plan.worktree.PrivateGitDir()
 	}
 	return plan, problems
 }

@@ -30,7 +30,11 @@ type agentRun struct {
 	files      []session.FileRef // the instruction files in system, for launch records
 	tools      []string
 	cwd, root  string
-	agent      string
+	// gitDir, when root is one of ink's worktrees (the agent's own, or
+	// its parent's that it shares), is that worktree's private git
+	// directory: bash may write its git state (AttemptSpec.WorktreeGitDir).
+	gitDir string
+	agent  string
 	// thinking is the thinking level of this agent's requests; a child
 	// without a level of its own inherits it.
 	thinking string

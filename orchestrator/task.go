@@ -164,7 +164,11 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	}
 	plan.tools = pool
 	var err error
-	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile); err != nil {
+	boxRoot := parent.root // a worktree child's git state is confined another way
+	if plan.worktree || parent.gitDir != "" {
+		boxRoot = ""
+	}
+	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile, boxRoot); err != nil {
 		return plan, fmt.Sprintf("task: %v", err)
 	}
 	return plan, ""
@@ -212,7 +216,10 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	child := &agentRun{
 		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
 		depth: parent.depth + 1, binding: plan.binding, system: system, files: parent.files, tools: plan.tools,
-		cwd: cwd, root: root, agent: agentName,
+		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir,
+	}
+	if wt != nil {
+		child.gitDir = wt.PrivateGitDir()
 	}
 	spec := ipc.AttemptSpec{
 		InkHome: o.cfg.InkHome, Transcript: child.transcript,
@@ -260,11 +267,9 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
-	if e.wt != nil {
-		// The child's bash may write its worktree's own git directory,
-		// named from ink's record, never from the worktree.
-		e.spec.WorktreeGitDir = e.wt.PrivateGitDir()
-	}
+	// The child's bash may write the git directory of the worktree it
+	// works in, named from ink's record, never from the worktree.
+	e.spec.WorktreeGitDir = e.child.gitDir
 	ctx, tc := e.parent.registry().track(ctx, e)
 	e.child.track = tc
 	if e.call.registered != nil {
@@ -306,7 +311,7 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 	taskStart := func(pid int) {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
-			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
+			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox, Network: e.spec.Network,
 			Background: e.call.background,
 		})
 		e.child.track.running(pid)

@@ -679,8 +679,9 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 		}
 	}
 	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd,
-		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable,
-		WorktreeGitDir: sp.WorktreeGitDir, SandboxExe: exe})
+		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable, SandboxExe: exe,
+		Network: sp.Network, NetworkExplicit: sp.NetworkExplicit, AllowGitWrites: sp.AllowGitWrites,
+		Namespaces: sandbox.Namespaces(sp.Namespaces), WorktreeGitDir: sp.WorktreeGitDir})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inkdev/ink/session"
 )
 
 // These tests attack ink's git as a hostile child or a hostile repository
@@ -300,5 +302,61 @@ func TestWorktreeAttackObjectStore(t *testing.T) {
 	}
 	if out, err := e.gitTry(e.dir, "status", "--short"); err != nil {
 		t.Errorf("the user's checkout is broken: %v\n%s", err, out)
+	}
+}
+
+// TestWorktreeGrandchildCommits: a child that a worktree child starts
+// without a worktree of its own works in that worktree, and commits there
+// as its parent does; a grandchild with a worktree of its own branches
+// from its parent's commit, which ink brings into the repository first.
+func TestWorktreeGrandchildCommits(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	script := e.wtOutside("s.yaml", `rules:
+  - when: {user: "^outer$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo outer > outer.txt && git add outer.txt && git commit -qm outer"}}]
+  - when: {user: "^outer$", turn: 2}
+    reply:
+      calls: [{tool: task, args: {prompt: "shared"}}, {tool: task, args: {prompt: "own", worktree: true}}]
+  - when: {user: "^outer$"}
+    reply: {text: "outer done"}
+  - when: {user: "^shared$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo shared > shared.txt && git add shared.txt && git commit -qm shared && echo committed"}}]
+  - when: {user: "^own$", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "test -f outer.txt && echo own > own.txt && git add own.txt && git commit -qm own && echo committed"}}]
+  - when: {tool: bash, result: "committed"}
+    reply: {text: "child committed"}
+  - reply: {text: "child failed"}
+`)
+	p, code := e.run("task", "--worktree", "--max-depth", "2", "--sandbox", "workspace-write", "--model", "script:"+script, "outer")
+	if code != 0 || !strings.HasPrefix(p.stdout.String(), "outer done") {
+		t.Fatalf("ink task exited %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	rec := wtLatestRecord(t, e)
+	outer := rec.Worktree
+	if log := e.wtGit("log", "--format=%s", outer.Branch); log != "shared\nouter\ninitial" {
+		t.Fatalf("%s in the repository holds %q, want the worktree child's commit and its shared child's", outer.Branch, log)
+	}
+	tr, err := session.Open(rec.Transcript.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := wtToolOutputs(t, tr.Path); strings.Count(out, "child committed") != 2 {
+		t.Fatalf("the grandchildren did not both commit:\n%s", out)
+	}
+	branches := strings.Fields(e.wtGit("branch", "--list", "ink/*", "--format=%(refname:short)"))
+	if len(branches) != 2 {
+		t.Fatalf("ink branches %v, want the worktree child's and its own grandchild's", branches)
+	}
+	for _, b := range branches {
+		if b == outer.Branch {
+			continue
+		}
+		if log := e.wtGit("log", "--format=%s", b); log != "own\nouter\ninitial" {
+			t.Errorf("%s holds %q, want the grandchild's commit on top of its parent's", b, log)
+		}
 	}
 }
