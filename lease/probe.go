@@ -119,3 +119,41 @@ func withMeta(path string, state State) (Status, error) {
 	}
 	return st, nil
 }
+
+// Loss is how the last holder of a free lease is known to be gone.
+type Loss int
+
+const (
+	// NotLost: the lease is held, or its last holder ran on another host,
+	// whose process a free lock here says nothing about (a lock over a
+	// network filesystem): it may still run.
+	NotLost Loss = iota
+	// HostLost: the lock is free, so the kernel released it: the holder
+	// died (SIGKILL, OOM, a crash) or finished.
+	HostLost
+	// MachineRestarted: as HostLost, and the holder ran in an earlier
+	// boot of this machine (its boot id differs).
+	MachineRestarted
+)
+
+// Lost says whether the last holder of the lease probed is provably gone,
+// and how: the lock is free and the holder, if its record names one, ran
+// on this host. A holder that stopped without recording how its attempt
+// ended was lost with its host (every process killed at once, a crash of
+// the machine).
+func (st Status) Lost() Loss {
+	if st.State != Free {
+		return NotLost
+	}
+	m := st.Meta
+	if m == nil {
+		return HostLost
+	}
+	if m.Host != "" && m.Host != hostName() {
+		return NotLost
+	}
+	if b := bootID(); m.BootID != "" && b != "" && m.BootID != b {
+		return MachineRestarted
+	}
+	return HostLost
+}

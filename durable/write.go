@@ -1,0 +1,97 @@
+package durable
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// MkdirAll creates dir and any missing parents with mode perm, and syncs
+// the parent of every directory it created, deepest last, so that a crash
+// cannot lose a directory ink goes on to fill. Directories that already
+// exist cost nothing. A symlink on the way is followed as os.MkdirAll
+// follows it.
+func MkdirAll(fsys FS, dir string, perm fs.FileMode) error {
+	fsys = Or(fsys)
+	dir = filepath.Clean(dir)
+	var missing []string
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := fsys.Mkdir(p, perm); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				// Made by someone else at the same time; they sync it.
+				continue
+			}
+			return err
+		}
+		if err := fsys.SyncDir(filepath.Dir(p)); err != nil {
+			return fmt.Errorf("sync %s: %w", filepath.Dir(p), err)
+		}
+	}
+	return nil
+}
+
+// TempName is the name of a temp file beside path: hidden, marked
+// ".tmp-", unique. Readers that list a directory skip such names
+// (IsTemp), and the writer that owns path removes stale ones.
+func TempName(path string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(b[:]))
+}
+
+// IsTemp reports whether a directory entry's name is one TempName makes.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// WriteFile publishes data at path complete or not at all: it writes a
+// temp file beside path (mode perm), syncs it, renames it over path and
+// syncs the directory. A crash at any instant leaves the old file, or none,
+// or the new one whole; never an empty or partial one. path's directory
+// must exist.
+func WriteFile(fsys FS, path string, data []byte, perm fs.FileMode) error {
+	fsys = Or(fsys)
+	tmp := TempName(path)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
