@@ -19,6 +19,9 @@ type FS interface {
 	Mkdir(name string, perm fs.FileMode) error
 	// Rename renames as os.Rename does.
 	Rename(oldpath, newpath string) error
+	// Link makes newname a second name of oldname as os.Link does;
+	// it fails when newname exists.
+	Link(oldname, newname string) error
 	// Remove removes a file or an empty directory as os.Remove does.
 	Remove(name string) error
 	// SyncDir makes the entries of the directory durable: what was
@@ -54,6 +57,7 @@ func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 func (osFS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
 func (osFS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
+func (osFS) Link(oldname, newname string) error        { return os.Link(oldname, newname) }
 func (osFS) Remove(name string) error                  { return os.Remove(name) }
 
 func (osFS) SyncDir(name string) error {

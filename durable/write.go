@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,6 +66,35 @@ func TempName(path string) string {
 // IsTemp reports whether a directory entry's name is one TempName makes.
 func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// CreateExclusive creates the file path, which must not exist, holding data
+// from its first instant: data is written to a temp file beside it, which
+// is then linked at path (failing, like O_EXCL, when path exists) and
+// unlinked, so that a process killed at any instant leaves path absent or
+// whole, never empty. Nothing is synced: the caller syncs the returned
+// file, open for appending, and then the directory, to make it survive a
+// crash of the machine. path's directory must exist.
+func CreateExclusive(fsys FS, path string, data []byte, perm fs.FileMode) (File, error) {
+	fsys = Or(fsys)
+	tmp := TempName(path)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, err
+	}
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = fsys.Link(tmp, path)
+	}
+	_ = fsys.Remove(tmp)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteFile publishes data at path complete or not at all: it writes a

@@ -157,3 +157,15 @@ func (st Status) Lost() Loss {
 	}
 	return HostLost
 }
+
+// String is the reason an attempt lost this way is recorded with: "host
+// lost" (ipc.HostLost) or "machine restarted"; "" for NotLost.
+func (l Loss) String() string {
+	switch l {
+	case HostLost:
+		return "host lost"
+	case MachineRestarted:
+		return "machine restarted"
+	}
+	return ""
+}

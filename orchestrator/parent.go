@@ -342,7 +342,7 @@ func (p *Parent) openLocked(f *frontCall) error {
 			m := p.callMessage(f)
 			first = append(first, session.Entry{Message: &m})
 		}
-		w, _, err := session.CreateSyncing(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
+		w, _, err := session.CreateSyncing(nil, p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
 		if err != nil {
 			l.Release()
 			return err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // ErrNotRegular marks a transcript path that is a symlink, a directory or
@@ -53,29 +55,55 @@ func checkRegular(path string, fi os.FileInfo) error {
 	return nil
 }
 
-// syncDir flushes the directory entry of a newly created file.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// openForWrite opens path through fsys with flag, as openRegular does for
+// readers: never through a symlink, and only a regular file. The caller
+// closes the file.
+func openForWrite(fsys durable.FS, path string, flag int) (durable.File, os.FileInfo, error) {
+	li, err := os.Lstat(path)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer d.Close()
-	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
+	if err := checkRegular(path, li); err != nil {
+		return nil, nil, err
 	}
-	return nil
+	f, err := fsys.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, fmt.Errorf("%s is a symlink; ink does not follow symlinks to transcripts (use the real file): %w", path, ErrNotRegular)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(li, fi) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s changed while it was being opened; try again: %w", path, ErrNotRegular)
+	}
+	return f, fi, nil
 }
 
-// fsync flushes f's data and metadata to disk. Every sync of the package
-// goes through it, so that tests can count the syncs each durable point
-// costs.
-func fsync(f *os.File) error {
+// syncDir flushes the directory entries of dir: a file created, or a
+// directory made, in it.
+func syncDir(fsys durable.FS, dir string) error {
 	if observeSync != nil {
-		observeSync(f.Name())
+		observeSync(dir)
+	}
+	return fsys.SyncDir(dir)
+}
+
+// fsync flushes f's data and metadata to disk; name is the transcript's
+// path. Every sync of the package goes through it or syncDir, so that tests
+// can count the syncs each durable point costs.
+func fsync(f durable.File, name string) error {
+	if observeSync != nil {
+		observeSync(name)
 	}
 	return f.Sync()
 }
 
-// observeSync, when set, is told the name of every file fsync syncs. Only
-// tests set it, before any test runs.
+// observeSync, when set, is told the name of every file or directory the
+// package syncs. Only tests set it, before any test runs.
 var observeSync func(name string)

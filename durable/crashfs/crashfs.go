@@ -200,6 +200,29 @@ func (f *FS) Rename(oldpath, newpath string) error {
 	return nil
 }
 
+// Link implements durable.FS: both names are one inode.
+func (f *FS) Link(oldname, newname string) error {
+	oldname, newname = filepath.Clean(oldname), filepath.Clean(newname)
+	if !f.tracked(oldname) && !f.tracked(newname) {
+		return os.Link(oldname, newname)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.crashed {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: ErrCrashed}
+	}
+	if err := os.Link(oldname, newname); err != nil {
+		return err
+	}
+	n := f.files[oldname]
+	if n == nil {
+		n = &node{}
+		f.files[oldname] = n
+	}
+	f.files[newname] = n
+	return nil
+}
+
 // Remove implements durable.FS.
 func (f *FS) Remove(name string) error {
 	name = filepath.Clean(name)
