@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -114,6 +115,10 @@ type Config struct {
 	// can). The pool is shut down when Run returns, by Close and by
 	// KillAll.
 	WarmWorkers int
+	// FS is what the supervisor's own durable files (a shell session and
+	// its lease) are written through; nil is the real filesystem. Tests
+	// pass a crashing one.
+	FS durable.FS
 	// Sink receives every event, in order; it is called from many
 	// goroutines but never concurrently.
 	Sink func(event.Envelope)

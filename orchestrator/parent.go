@@ -302,13 +302,19 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 
 // onLaunch runs before each child launches: it creates the session on the
 // first launch, then records the front-end call of this child (once per
-// call, however many children it holds).
+// call, however many children it holds), and makes it durable before the
+// child can write a byte: a child whose start survived a crash of the
+// machine must find its call in this session, or nothing would answer for
+// it.
 func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.front[call.id]
 	if !p.opened {
-		return p.openLocked(f)
+		if err := p.openLocked(f); err != nil {
+			return err
+		}
+		return p.w.Sync()
 	}
 	if p.openErr != nil {
 		return p.openErr
@@ -316,23 +322,25 @@ func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 	if f == nil || f.written {
 		return nil
 	}
-	return p.writeCallLocked(f)
+	if err := p.writeCallLocked(f); err != nil {
+		return err
+	}
+	return p.w.Sync()
 }
 
 // openLocked creates the session under its lease, once, with the call of
 // its first child (f, unless nil) as its first entry: the session, its
 // lease record and that call become durable together, as creating the
-// transcript syncs the record and then the directory that holds them —
-// in the background, while the child starts, and before the session's
-// next entry is written. p.mu is held.
+// transcript syncs the record and then the directory that holds them,
+// before the child launches (onLaunch). p.mu is held.
 func (p *Parent) openLocked(f *frontCall) error {
 	p.opened = true
 	p.openErr = func() error {
-		if err := mkdirFor(p.ar.transcript); err != nil {
+		if err := mkdirFor(p.o.cfg.FS, p.ar.transcript); err != nil {
 			return err
 		}
 		l, err := lease.AcquireWith(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID},
-			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true})
+			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true, FS: p.o.cfg.FS})
 		if err != nil {
 			return err
 		}
@@ -342,7 +350,7 @@ func (p *Parent) openLocked(f *frontCall) error {
 			m := p.callMessage(f)
 			first = append(first, session.Entry{Message: &m})
 		}
-		w, _, err := session.CreateSyncing(nil, p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
+		w, _, err := session.CreateSyncing(p.o.cfg.FS, p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
 		if err != nil {
 			l.Release()
 			return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -129,8 +130,8 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
 }
 
-func mkdirFor(path string) error {
-	return os.MkdirAll(filepath.Dir(path), 0o700)
+func mkdirFor(fsys durable.FS, path string) error {
+	return durable.MkdirAll(fsys, filepath.Dir(path), 0o700)
 }
 
 // usageOf returns u or the zero usage.
