@@ -147,7 +147,7 @@ func childSpec(parent ipc.AttemptSpec, id, path, prompt string) ipc.AttemptSpec 
 		InkHome: parent.InkHome, Transcript: path, AttemptID: session.NewID(), SessionID: id, Label: "main/1",
 		Binding: parent.Binding, Tools: []string{"ls"}, Cwd: parent.Cwd, Root: parent.Root, Prompt: prompt, Depth: 1,
 		HeartbeatInterval: time.Hour,
-		Create: &session.Header{Type: "session", Version: session.Version, ID: id, CreatedAt: time.Now().UTC(), Cwd: parent.Cwd, Parent: parent.SessionID},
+		Create:            &session.Header{Type: "session", Version: session.Version, ID: id, CreatedAt: time.Now().UTC(), Cwd: parent.Cwd, Parent: parent.SessionID},
 	}
 }
 
