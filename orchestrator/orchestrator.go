@@ -198,6 +198,9 @@ func New(cfg Config) (*Orchestrator, error) {
 		o.launcher = o.pool
 		o.window.onFree = o.pool.nudge
 	}
+	if pl, ok := launcher.(*pluginLauncher); ok {
+		pl.warn = func(text string) { o.Warn("", text) }
+	}
 	o.pub.sink = cfg.Sink
 	o.budget.limit = cfg.Budget
 	return o, nil

@@ -24,6 +24,9 @@ type pluginLauncher struct {
 	exe     string
 	environ []string
 	logger  *slog.Logger
+	// warn tells the user, once, that worker sockets had to move out of
+	// INK_HOME (its filesystem cannot hold them).
+	warn func(string)
 }
 
 var _ Launcher = (*pluginLauncher)(nil)
@@ -33,7 +36,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
 	cmd.Dir = spec.Cwd
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger, Warn: l.warn})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +100,7 @@ func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (id
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Dir = dir
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger, Warn: l.warn})
 	if err != nil {
 		return nil, err
 	}
