@@ -3,7 +3,9 @@ package lease
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,5 +78,34 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRunning: a previous holder named by its record runs only while its
+// process exists, is no zombie, and is the one that wrote the record (not a
+// later process that got its pid).
+func TestRunning(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
+	now := time.Now()
+	m := &Meta{Pid: pid, Host: hostName(), BootID: bootID(), StartedAt: now.Add(time.Minute)}
+	if !m.Running() {
+		t.Error("a live holder is not running")
+	}
+	if m.StartedAt = now.Add(-time.Hour); m.Running() {
+		t.Error("a process that started after the holder's record is taken for the holder")
+	}
+	m.StartedAt = now.Add(time.Minute)
+	if other := *m; func() bool { other.Host = "another-host"; return other.Running() }() {
+		t.Error("a holder on another host is taken as running here")
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, func() bool { st, _, ok := procStat(pid); return ok && st == 'Z' })
+	if m.Running() {
+		t.Error("a zombie is taken as running")
 	}
 }

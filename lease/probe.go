@@ -1,10 +1,13 @@
 package lease
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -168,4 +171,77 @@ func (l Loss) String() string {
 		return "machine restarted"
 	}
 	return ""
+}
+
+// Running reports whether the process m names may still run: it ran on
+// this host, in this boot, and a process with its pid exists. A free lock
+// normally proves its holder gone; a holder that still runs although the
+// lock is free lost the lock file under it (someone replaced it), and will
+// find itself fenced.
+func (m *Meta) Running() bool {
+	if m == nil || (m.Host != "" && m.Host != hostName()) {
+		return false
+	}
+	if b := bootID(); m.BootID != "" && b != "" && m.BootID != b {
+		return false
+	}
+	if m.Pid == os.Getpid() || !pidAlive(m.Pid) {
+		return false
+	}
+	// A zombie (dead, not yet reaped: an orphan of a killed supervisor in
+	// a container whose init does not reap) does not run, and a process
+	// that started after the holder's record is another one with its pid.
+	state, started, ok := procStat(m.Pid)
+	if !ok {
+		return true
+	}
+	if state == 'Z' || state == 'X' {
+		return false
+	}
+	return m.StartedAt.IsZero() || !started.After(m.StartedAt.Add(time.Second))
+}
+
+// procStat reads a process's state and start time from /proc; ok is false
+// where /proc cannot say.
+func procStat(pid int) (state byte, started time.Time, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	// The command name is in parentheses and may hold anything; the
+	// fields after its closing one are state (3) ... starttime (22).
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, time.Time{}, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return 0, time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	bt := bootTime()
+	if bt.IsZero() {
+		return f[0][0], time.Time{}, true
+	}
+	const clkTck = 100 // USER_HZ on every Linux ink runs on
+	return f[0][0], bt.Add(time.Duration(ticks) * time.Second / clkTck), true
+}
+
+// bootTime is when this machine booted, from /proc/stat (zero if unknown).
+func bootTime() time.Time {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(n, 0)
+			}
+		}
+	}
+	return time.Time{}
 }

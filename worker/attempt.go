@@ -559,7 +559,7 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	a.reserved = tr.CallIDs()
 	life := tr.Lifetime()
 	batch := make([]session.Entry, 0, len(repairs)+len(first)+1)
-	if lost, ok := tr.Unfinished(); ok {
+	if lost, ok := tr.Unfinished(); ok && !lostHolderRuns(l, lost) {
 		// Its worker died without recording how the attempt ended — every
 		// process killed at once, or the machine stopped — and the lease
 		// this worker holds proves it gone: write the end it missed.
@@ -584,6 +584,18 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
 	}
 	return w, view, nil
+}
+
+// lostHolderRuns reports whether the lease's previous holder, the lost
+// attempt's worker, still runs although this worker got the lock: its lock
+// file was replaced under it. It will find itself fenced; its attempt is
+// not lost, and no end is written for it.
+func lostHolderRuns(l *lease.Lease, lost session.AttemptEntry) bool {
+	if l == nil {
+		return false
+	}
+	p := l.Previous()
+	return p != nil && p.AttemptID == lost.AttemptID && p.Running()
 }
 
 // lostReason is the reason recorded for an attempt lost with its host:
