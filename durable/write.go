@@ -19,6 +19,19 @@ import (
 // exist cost nothing. A symlink on the way is followed as os.MkdirAll
 // follows it.
 func MkdirAll(fsys FS, dir string, perm fs.FileMode) error {
+	sync, err := MkdirAllLater(fsys, dir, perm)
+	if err != nil {
+		return err
+	}
+	return sync()
+}
+
+// MkdirAllLater is MkdirAll whose syncs are left to the returned function,
+// for a caller that makes them durable beside other work (a worker syncs
+// them in the background with its new transcript). sync does nothing when
+// nothing was created; call it before anything in dir has to survive a
+// crash.
+func MkdirAllLater(fsys FS, dir string, perm fs.FileMode) (sync func() error, err error) {
 	fsys = Or(fsys)
 	dir = filepath.Clean(dir)
 	var missing []string
@@ -26,18 +39,19 @@ func MkdirAll(fsys FS, dir string, perm fs.FileMode) error {
 		fi, err := os.Stat(p)
 		if err == nil {
 			if !fi.IsDir() {
-				return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+				return nil, &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
 			}
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 		missing = append(missing, p)
 		if filepath.Dir(p) == p {
 			break
 		}
 	}
+	var made []string
 	for i := len(missing) - 1; i >= 0; i-- {
 		p := missing[i]
 		if err := fsys.Mkdir(p, perm); err != nil {
@@ -45,13 +59,18 @@ func MkdirAll(fsys FS, dir string, perm fs.FileMode) error {
 				// Made by someone else at the same time; they sync it.
 				continue
 			}
-			return err
+			return nil, err
 		}
-		if err := fsys.SyncDir(filepath.Dir(p)); err != nil {
-			return fmt.Errorf("sync %s: %w", filepath.Dir(p), err)
-		}
+		made = append(made, p)
 	}
-	return nil
+	return func() error {
+		for _, p := range made {
+			if err := fsys.SyncDir(filepath.Dir(p)); err != nil {
+				return fmt.Errorf("sync %s: %w", filepath.Dir(p), err)
+			}
+		}
+		return nil
+	}, nil
 }
 
 // TempName is the name of a temp file beside path: hidden, marked

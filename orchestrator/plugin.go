@@ -33,6 +33,12 @@ var _ Launcher = (*pluginLauncher)(nil)
 
 // Launch starts the worker process, opens its attempt stream and sends Run.
 func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	return l.LaunchReady(ctx, spec, nil)
+}
+
+// LaunchReady is Launch that runs ready (unless nil) once the worker
+// process is started and before it is sent the attempt.
+func (l *pluginLauncher) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
 	cmd.Dir = spec.Cwd
@@ -43,6 +49,12 @@ func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Work
 	idle, err := openAttempt(c, cmd)
 	if err != nil {
 		return nil, err
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			idle.discard()
+			return nil, err
+		}
 	}
 	return idle.run(spec)
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -128,10 +127,6 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 		return "", fmt.Errorf("%s is a child session, not a main session; continue it with `ink task --resume %s \"…\"`", id, id)
 	}
 	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
-}
-
-func mkdirFor(fsys durable.FS, path string) error {
-	return durable.MkdirAll(fsys, filepath.Dir(path), 0o700)
 }
 
 // usageOf returns u or the zero usage.

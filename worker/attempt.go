@@ -100,6 +100,8 @@ type attempt struct {
 	// transcript is the attempt's writer once it is open; a task request
 	// is sent only once the message that holds its call is durable.
 	transcript atomic.Pointer[session.Writer]
+	// syncDirs syncs the directories made for a new transcript.
+	syncDirs func() error
 }
 
 // newAttempt prepares the attempt of sp on stream; its log lines have the
@@ -288,9 +290,13 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	prep := a.prepare()
 	defer prep.release()
 
-	if err := durable.MkdirAll(a.fsys, filepath.Dir(sp.Transcript), 0o700); err != nil {
+	// The directories a new child needs are synced into their parents in
+	// the background, with its transcript (openTranscript).
+	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
+	if err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
+	a.syncDirs = syncDirs
 	heartbeat := sp.HeartbeatInterval
 	if heartbeat <= 0 {
 		heartbeat = lease.DefaultHeartbeat
@@ -511,7 +517,16 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	if sp.Create != nil {
 		// The model request needs nothing on disk: the creation's sync
 		// runs beside it, and the next entry waits for it.
-		w, written, err := session.CreateSyncing(a.fsys, sp.Transcript, *sp.Create, l.SyncRecord, first...)
+		before := l.SyncRecord
+		if a.syncDirs != nil {
+			before = func() error {
+				if err := a.syncDirs(); err != nil {
+					return err
+				}
+				return l.SyncRecord()
+			}
+		}
+		w, written, err := session.CreateSyncing(a.fsys, sp.Transcript, *sp.Create, before, first...)
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
