@@ -16,30 +16,11 @@ var ErrNotRegular = errors.New("not a regular file")
 // openRegular opens path with flag after checking, without following
 // symlinks, that it is a regular file. The caller closes the file.
 func openRegular(path string, flag int) (*os.File, os.FileInfo, error) {
-	li, err := os.Lstat(path)
+	f, fi, err := openForWrite(durable.OS, path, flag)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkRegular(path, li); err != nil {
-		return nil, nil, err
-	}
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, nil, fmt.Errorf("%s is a symlink; ink does not follow symlinks to transcripts (use the real file): %w", path, ErrNotRegular)
-		}
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() || !os.SameFile(li, fi) {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s changed while it was being opened; try again: %w", path, ErrNotRegular)
-	}
-	return f, fi, nil
+	return f.(*os.File), fi, nil // durable.OS opens *os.File
 }
 
 // checkRegular explains why a file described by fi is not a transcript.
@@ -55,9 +36,9 @@ func checkRegular(path string, fi os.FileInfo) error {
 	return nil
 }
 
-// openForWrite opens path through fsys with flag, as openRegular does for
-// readers: never through a symlink, and only a regular file. The caller
-// closes the file.
+// openForWrite opens path through fsys with flag after checking, without
+// following symlinks, that it is a regular file (and still the one checked
+// once open). The caller closes the file.
 func openForWrite(fsys durable.FS, path string, flag int) (durable.File, os.FileInfo, error) {
 	li, err := os.Lstat(path)
 	if err != nil {

@@ -418,16 +418,7 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 	p := e.start("task", "--json", "--model", "script:"+script, "run the slow command")
 	st := waitForEvent(t, p, "task.start")
 	id, workerPid := st["childId"].(string), int(st["pid"].(float64))
-	bashPid := 0
-	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if data, err := os.ReadFile(pidFile); err == nil {
-			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
-		}
-	}
-	if bashPid == 0 {
-		t.Fatal("the bash call never started")
-	}
-	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	bashPid := waitBashPid(t, pidFile)
 	// At once: stopped first, so that none of them can act on another's
 	// death, then killed.
 	all := []int{p.cmd.Process.Pid, workerPid, bashPid}
@@ -491,6 +482,23 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 	}
 }
 
+// waitBashPid waits for the pid a scripted bash call writes to pidFile, and
+// kills its process group when the test ends.
+func waitBashPid(t *testing.T, pidFile string) int {
+	t.Helper()
+	bashPid := 0
+	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
+		}
+	}
+	if bashPid == 0 {
+		t.Fatal("the bash call never started")
+	}
+	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	return bashPid
+}
+
 // TestResumeAfterSIGKILL: a child SIGKILLed during a slow bash call is
 // resumed: the interrupted call gets the outcome-unknown result and is not
 // run again, the new prompt runs, the transcript is one file with both
@@ -511,16 +519,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	p := e.start("task", "--json", "--model", "script:"+script, "run the slow command")
 	st := waitForEvent(t, p, "task.start")
 	id, childPid := st["childId"].(string), int(st["pid"].(float64))
-	bashPid := 0
-	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if data, err := os.ReadFile(pidFile); err == nil {
-			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
-		}
-	}
-	if bashPid == 0 {
-		t.Fatal("the bash call never started")
-	}
-	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	bashPid := waitBashPid(t, pidFile)
 	if err := syscall.Kill(childPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
