@@ -48,7 +48,13 @@ type ClientConfig struct {
 	// StartTimeout bounds the handshake and the Info call; zero means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Warn, when set, is told once per process that SocketDir cannot hold
+	// a Unix socket and which private directory is used instead.
+	Warn func(string)
 }
+
+// socketNoteOnce makes the socket directory's fallback said once.
+var socketNoteOnce sync.Once
 
 // Client is the host's handle on one running worker process. Its methods
 // are safe for concurrent use. The caller must call Kill when done with it,
@@ -93,9 +99,15 @@ func Start(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	base, err := prepareSocketBase(cfg.SocketDir)
+	base, note, err := prepareSocketBase(cfg.SocketDir)
 	if err != nil {
 		return nil, fmt.Errorf("start ink worker: %w", err)
+	}
+	if note != "" {
+		logger.Warn("Worker socket directory replaced", "why", note)
+		if cfg.Warn != nil {
+			socketNoteOnce.Do(func() { cfg.Warn(note) })
+		}
 	}
 	if !base.fallback {
 		pruneStaleSocketDirs(base.dir)

@@ -1,11 +1,13 @@
 package ipc
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,17 +39,35 @@ type socketBase struct {
 // user, and is narrowed to 0700 if it is wider. When dir is empty or so long
 // that a socket inside it would exceed the Unix limit, a fresh 0700
 // directory under the system temp dir is used instead.
-func prepareSocketBase(dir string) (socketBase, error) {
+//
+// A directory whose filesystem cannot hold a Unix socket (FUSE, some
+// network filesystems: bind fails) is replaced by a private runtime
+// directory, $XDG_RUNTIME_DIR/ink/run when there is one that can, else a
+// fresh 0700 directory under the system temp dir; note then says so, in
+// words for the user.
+func prepareSocketBase(dir string) (base socketBase, note string, err error) {
+	why := "it is too long for a Unix socket"
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return socketBase{}, fmt.Errorf("socket dir %s: %w", dir, err)
+			return socketBase{}, "", fmt.Errorf("socket dir %s: %w", dir, err)
 		}
 		if len(abs)+socketNameBudget <= maxSocketPath {
 			if err := ensurePrivateDir(abs); err != nil {
-				return socketBase{}, err
+				return socketBase{}, "", err
 			}
-			return socketBase{dir: abs}, nil
+			berr := canBind(abs)
+			if berr == nil {
+				return socketBase{dir: abs}, "", nil
+			}
+			why = fmt.Sprintf("its filesystem cannot hold a Unix socket (%v)", berr)
+			note = fmt.Sprintf("worker sockets cannot live in %s: %s; using a private runtime directory instead", abs, why)
+			if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
+				run := filepath.Join(rt, "ink", "run")
+				if len(run)+socketNameBudget <= maxSocketPath && ensurePrivateDir(run) == nil && canBind(run) == nil {
+					return socketBase{dir: run}, note + " (" + run + ")", nil
+				}
+			}
 		}
 	}
 	tmp := os.TempDir()
@@ -56,13 +76,52 @@ func prepareSocketBase(dir string) (socketBase, error) {
 	}
 	fresh, err := os.MkdirTemp(tmp, fallbackPrefix)
 	if err != nil {
-		return socketBase{}, fmt.Errorf("socket dir: %s is too long for a Unix socket and no short temp dir could be made: %w", dir, err)
+		return socketBase{}, "", fmt.Errorf("socket dir: %s cannot be used (%s) and no private temp dir could be made: %w", dir, why, err)
 	}
 	if len(fresh)+socketNameBudget > maxSocketPath {
 		_ = os.Remove(fresh)
-		return socketBase{}, fmt.Errorf("socket dir: both %s and the temp dir %s are too long for a Unix socket; set TMPDIR to a short directory", dir, tmp)
+		return socketBase{}, "", fmt.Errorf("socket dir: %s cannot be used (%s) and the temp dir %s is too long for a Unix socket; set TMPDIR to a short directory", dir, why, tmp)
 	}
-	return socketBase{dir: fresh, fallback: true}, nil
+	if note != "" {
+		if berr := canBind(fresh); berr != nil {
+			_ = os.Remove(fresh)
+			return socketBase{}, "", fmt.Errorf("socket dir: neither %s nor the temp dir %s can hold a Unix socket (%v); set INK_HOME or TMPDIR to a local disk", dir, tmp, berr)
+		}
+		note += " (" + fresh + ")"
+	}
+	return socketBase{dir: fresh, fallback: true}, note, nil
+}
+
+// bindable caches canBind's answer per directory: a filesystem does not
+// change its mind about sockets while ink runs.
+var bindable sync.Map // dir -> error (nil stored as errOK)
+
+var errOK = errors.New("ok")
+
+// canBind reports whether a Unix socket can be bound in dir, by binding
+// and removing one, once per directory and process.
+func canBind(dir string) error {
+	if v, ok := bindable.Load(dir); ok {
+		if v.(error) == errOK {
+			return nil
+		}
+		return v.(error)
+	}
+	p := filepath.Join(dir, fmt.Sprintf(".probe-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6))
+	l, err := net.Listen("unix", p)
+	if err == nil {
+		l.Close()
+		_ = os.Remove(p)
+		bindable.Store(dir, errOK)
+		return nil
+	}
+	_ = os.Remove(p)
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+	}
+	bindable.Store(dir, err)
+	return err
 }
 
 // ensurePrivateDir creates dir with mode 0700 if needed and checks that it

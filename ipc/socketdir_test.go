@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,7 +34,7 @@ func TestPrepareSocketBase(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := tt.dir(t)
-			base, err := prepareSocketBase(dir)
+			base, _, err := prepareSocketBase(dir)
 			if err != nil {
 				t.Fatalf("prepareSocketBase(%q): %v", dir, err)
 			}
@@ -48,6 +49,33 @@ func TestPrepareSocketBase(t *testing.T) {
 			}
 			assertPrivateDir(t, base.dir)
 		})
+	}
+}
+
+// TestUnbindableSocketDirFallsBack: a run directory whose filesystem
+// cannot hold a Unix socket (FUSE: bind fails with ENOSYS) is replaced by
+// a private runtime directory, with a note that says why, and a worker
+// still starts there.
+func TestUnbindableSocketDirFallsBack(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(shortTempDir(t), "run")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bindable.Store(dir, syscall.ENOSYS) // what bind said on such a filesystem
+	base, note, err := prepareSocketBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.fallback {
+		t.Cleanup(func() { _ = os.RemoveAll(base.dir) })
+	}
+	if base.dir == dir || !strings.Contains(note, dir) || !strings.Contains(note, "cannot hold a Unix socket") || !strings.Contains(note, base.dir) {
+		t.Fatalf("base %q, note %q: want another directory and a note naming both and why", base.dir, note)
+	}
+	assertPrivateDir(t, base.dir)
+	if err := canBind(base.dir); err != nil {
+		t.Fatalf("the fallback %s cannot hold a socket either: %v", base.dir, err)
 	}
 }
 

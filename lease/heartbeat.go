@@ -99,16 +99,19 @@ func (l *Lease) heartbeat(interval time.Duration) {
 }
 
 // beat performs one heartbeat. It returns false once the lease is fenced.
-// The new record is written first, so that only a rename sits between the
-// takeover check and publishing; beats are not fsynced (see prepareMeta).
+// The beat is written to its own file (BeatPath), never over the record
+// that holds the epoch, and is not fsynced (see prepareMeta); it is written
+// first, so that only a rename sits between the takeover check and
+// publishing.
 func (l *Lease) beat() bool {
 	l.mu.Lock()
 	mine := l.meta
 	l.mu.Unlock()
 	mine.HeartbeatAt = time.Now().UTC()
 	mine.ProgressSeq = l.progress.Load()
-	p, werr := prepareMeta(l.metaPath, &mine, false)
-	if fe := l.takenOver(mine); fe != nil {
+	p, werr := prepareMeta(l.fsys, beatPathOf(l.metaPath), &mine, false, false)
+	fe, stale := l.takenOver(mine)
+	if fe != nil {
 		if p != nil {
 			p.discard()
 		}
@@ -117,6 +120,16 @@ func (l *Lease) beat() bool {
 	}
 	if werr == nil {
 		werr = p.commit()
+	}
+	if werr == nil && stale {
+		// An older holder's late write (or a deleted record) hides this
+		// holder's epoch: put the record back, durably, as at acquisition.
+		rec := mine
+		if rp, err := prepareMeta(l.fsys, l.metaPath, &rec, true, false); err != nil {
+			werr = err
+		} else {
+			werr = rp.commit()
+		}
 	}
 	l.mu.Lock()
 	l.beatErr = werr
@@ -132,21 +145,24 @@ func (l *Lease) beat() bool {
 // (a newer epoch, or this epoch under another attempt or pid) or the lease
 // file at the path is no longer the one locked. An older epoch on disk is a
 // stale holder's late write: the newer holder wins and rewrites its record.
-func (l *Lease) takenOver(mine Meta) *FenceError {
-	cur, err := readMeta(l.metaPath)
-	if err == nil && cur != nil {
+//
+// stale reports a record that does not hold this holder's epoch although
+// nobody took over: an older epoch, or none at all.
+func (l *Lease) takenOver(mine Meta) (fe *FenceError, stale bool) {
+	cur, rerr := readRecord(l.metaPath)
+	if rerr == nil && cur != nil {
 		if cur.Epoch > mine.Epoch || (cur.Epoch == mine.Epoch && (cur.AttemptID != mine.AttemptID || cur.Pid != mine.Pid)) {
-			return &FenceError{Path: l.path, By: cur, Epoch: mine.Epoch}
+			return &FenceError{Path: l.path, By: cur, Epoch: mine.Epoch}, false
 		}
 	}
 	at, err := os.Lstat(l.leasePath)
 	if err != nil {
-		return &FenceError{Path: l.path, Epoch: mine.Epoch}
+		return &FenceError{Path: l.path, Epoch: mine.Epoch}, false
 	}
 	if k, _ := keyOf(at); k != l.key {
-		return &FenceError{Path: l.path, Epoch: mine.Epoch}
+		return &FenceError{Path: l.path, Epoch: mine.Epoch}, false
 	}
-	return nil
+	return nil, rerr == nil && (cur == nil || cur.Epoch < mine.Epoch)
 }
 
 func (l *Lease) setFenced(err *FenceError) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // acquireTries is how many times Acquire tries the lock before it reports
@@ -57,7 +59,11 @@ type Lease struct {
 	// unsynced is the acquisition record's file, published but not yet
 	// synced (Options.SyncLater); SyncRecord syncs and closes it.
 	syncMu   sync.Mutex
-	unsynced *os.File
+	unsynced durable.File
+
+	fsys durable.FS
+	// prev is the record this acquisition replaced: the previous holder's.
+	prev *Meta
 
 	hbOnce sync.Once
 	hbStop chan struct{}
@@ -96,6 +102,9 @@ type Options struct {
 	// way. It spares the holder's start the wait for the disk when what it
 	// does next needs nothing on it.
 	SyncLater bool
+	// FS is the filesystem the lease's files are written through; nil is
+	// the real one (durable.OS). Tests pass a crashing one.
+	FS durable.FS
 }
 
 // AcquireWith is Acquire with options.
@@ -106,10 +115,12 @@ func AcquireWith(path string, owner Owner, opts Options) (*Lease, error) {
 	if owner.AttemptID == "" {
 		return nil, fmt.Errorf("lease acquire %s: owner has no attempt id", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	fsys := durable.Or(opts.FS)
+	if err := durable.MkdirAll(fsys, filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lease acquire: %w", err)
 	}
 	l := &Lease{
+		fsys:      fsys,
 		path:      path,
 		leasePath: FilePath(path),
 		metaPath:  MetaPath(path),
@@ -147,7 +158,7 @@ func AcquireWith(path string, owner Owner, opts Options) (*Lease, error) {
 // when this process already holds the lease.
 func (l *Lease) tryLock() (bool, error) {
 	for swap := 0; ; swap++ {
-		key, err := statLeaseFile(l.leasePath)
+		key, err := statLeaseFile(l.fsys, l.leasePath)
 		if err != nil {
 			return false, err
 		}
@@ -238,20 +249,13 @@ func (l *Lease) publish(opts Options) error {
 	if opts.Heartbeat > 0 {
 		m.HeartbeatIntervalMs = max(opts.Heartbeat.Milliseconds(), 1)
 	}
-	removeStaleTemps(l.metaPath)
+	removeStaleTemps(l.fsys, l.metaPath)
 	// Durable unless SyncLater: then the holder syncs it, and its
-	// directory, later.
-	p, err := prepareMeta(l.metaPath, &m, !opts.SyncLater)
+	// directory, later; it is kept open to be synced by SyncRecord, under
+	// whatever name the record then has.
+	p, err := prepareMeta(l.fsys, l.metaPath, &m, !opts.SyncLater, opts.SyncLater)
 	if err != nil {
 		return err
-	}
-	if opts.SyncLater {
-		// Kept open to be synced by SyncRecord, under whatever name the
-		// record then has.
-		if p.open, err = os.Open(p.tmp); err != nil {
-			p.discard()
-			return fmt.Errorf("write lease metadata: %w", err)
-		}
 	}
 	if err := p.commit(); err != nil {
 		return err
@@ -261,17 +265,33 @@ func (l *Lease) publish(opts Options) error {
 	l.syncMu.Unlock()
 	l.mu.Lock()
 	l.meta = m
+	l.prev = prev
 	l.mu.Unlock()
 	return nil
+}
+
+// Previous returns the record this acquisition replaced — the last
+// holder's, as it was when the lock was taken — or nil when there was
+// none. Since the lock was free, that holder is gone (see Status.Lost).
+func (l *Lease) Previous() *Meta {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.prev == nil {
+		return nil
+	}
+	m := *l.prev
+	return &m
 }
 
 // removeStaleTemps deletes metadata temp files that a holder killed between
 // writing and renaming left behind. Only the holder writes them, so under the
 // lock every one that exists is stale.
-func removeStaleTemps(metaPath string) {
-	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(metaPath), "."+globEscape(filepath.Base(metaPath))+".tmp-*"))
-	for _, p := range stale {
-		_ = os.Remove(p)
+func removeStaleTemps(fsys durable.FS, metaPath string) {
+	for _, base := range []string{metaPath, beatPathOf(metaPath)} {
+		stale, _ := filepath.Glob(filepath.Join(filepath.Dir(base), "."+globEscape(filepath.Base(base))+".tmp-*"))
+		for _, p := range stale {
+			_ = fsys.Remove(p)
+		}
 	}
 }
 

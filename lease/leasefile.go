@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // ErrBadLeaseFile marks a lease file that ink cannot use as a lock: a
@@ -98,10 +100,10 @@ func openError(path string, err error) error {
 // statLeaseFile returns the identity of the lease file at path, creating it
 // (0600) when missing. It never follows a symlink and refuses non-regular
 // files.
-func statLeaseFile(path string) (fileKey, error) {
+func statLeaseFile(fsys durable.FS, path string) (fileKey, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		f, cerr := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+		f, cerr := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 		if cerr == nil {
 			f.Close()
 		} else if !errors.Is(cerr, fs.ErrExist) {

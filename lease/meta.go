@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // Meta is the holder metadata stored in "<transcript>.lease.json". It
@@ -49,8 +51,21 @@ func (m *Meta) HeartbeatInterval() time.Duration {
 	return time.Duration(m.HeartbeatIntervalMs) * time.Millisecond
 }
 
-// MetaPath returns the metadata path of the transcript at path.
+// MetaPath returns the metadata path of the transcript at path: the
+// holder's record, written once per acquisition and synced, since it holds
+// the fencing epoch.
 func MetaPath(path string) string { return path + ".lease.json" }
+
+// BeatPath returns the heartbeat path of the transcript at path: the
+// holder's heartbeat, progress and budget, rewritten every beat and never
+// synced. It is kept apart from the record so that a beat, which a crash
+// may leave empty, can never take the epoch with it.
+func BeatPath(path string) string { return path + ".lease.beat" }
+
+// beatPathOf returns the heartbeat path beside a metadata path.
+func beatPathOf(metaPath string) string {
+	return strings.TrimSuffix(metaPath, ".json") + ".beat"
+}
 
 // FilePath returns the lock file path of the transcript at path.
 func FilePath(path string) string { return path + ".lease" }
@@ -59,10 +74,29 @@ func FilePath(path string) string { return path + ".lease" }
 // bytes.
 const maxMetaSize = 64 << 10
 
-// readMeta reads the metadata file. It returns (nil, nil) when the file does
-// not exist and a descriptive error when it is not a regular file or does not
-// parse.
+// readMeta reads the holder's record and completes it with its heartbeat
+// (BeatPath) when the beat is that holder's: same epoch, attempt and pid.
+// It returns (nil, nil) when there is no record and a descriptive error
+// when the record is not a regular file or does not parse. A beat that
+// cannot be read is ignored: it is never synced, and the record alone is
+// enough to judge the lease (as if its holder had not beaten yet).
 func readMeta(path string) (*Meta, error) {
+	m, err := readRecord(path)
+	if err != nil || m == nil {
+		return m, err
+	}
+	if b, err := readRecord(beatPathOf(path)); err == nil && b != nil &&
+		b.Epoch == m.Epoch && b.AttemptID == m.AttemptID && b.Pid == m.Pid {
+		m.HeartbeatAt, m.ProgressSeq, m.Budget = b.HeartbeatAt, b.ProgressSeq, b.Budget
+		if b.HeartbeatIntervalMs > 0 {
+			m.HeartbeatIntervalMs = b.HeartbeatIntervalMs
+		}
+	}
+	return m, nil
+}
+
+// readRecord reads one metadata file (a record or a beat).
+func readRecord(path string) (*Meta, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -107,7 +141,7 @@ func readMeta(path string) (*Meta, error) {
 // the same directory, fsyncs it, renames it over path and fsyncs the
 // directory, so readers see either the old or the new content, never a mix.
 func writeMetaAtomic(path string, m *Meta) error {
-	p, err := prepareMeta(path, m, true)
+	p, err := prepareMeta(durable.OS, path, m, true, false)
 	if err != nil {
 		return err
 	}
@@ -117,33 +151,41 @@ func writeMetaAtomic(path string, m *Meta) error {
 // preparedMeta is metadata written and synced to a temp file, not yet
 // published. Exactly one of commit or discard must be called.
 type preparedMeta struct {
+	fsys      durable.FS
 	path, tmp string
 	durable   bool
-	open      *os.File // the record kept open for a later sync (Options.SyncLater)
+	open      durable.File // the record kept open for a later sync (Options.SyncLater)
 }
 
-// prepareMeta writes m to a temp file beside path, synced when durable.
-// Acquisition records are durable (they carry the epoch); heartbeats are
-// not: a beat only says "alive now", which a crash makes moot, and syncing
-// every worker's beat every second would cost the disk for nothing. Either
-// way the rename publishes the whole record atomically to other processes.
-func prepareMeta(path string, m *Meta, durable bool) (*preparedMeta, error) {
+// prepareMeta writes m to a temp file beside path, synced when sync is
+// set. Acquisition records are synced (they carry the epoch); heartbeats,
+// written to their own file, are not: a beat only says "alive now", which
+// a crash makes moot, and syncing every worker's beat every second would
+// cost the disk for nothing. Either way the rename publishes the whole
+// record atomically to other processes. When open is set the temp file is
+// kept open, unsynced, in p.open.
+func prepareMeta(fsys durable.FS, path string, m *Meta, sync, keepOpen bool) (*preparedMeta, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode lease metadata: %w", err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	name := durable.TempName(path)
+	tmp, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("write lease metadata: %w", err)
 	}
-	p := &preparedMeta{path: path, tmp: tmp.Name(), durable: durable}
+	p := &preparedMeta{fsys: fsys, path: path, tmp: name, durable: sync}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		p.discard()
 		return nil, fmt.Errorf("write lease metadata: %w", err)
 	}
-	if durable {
+	if keepOpen {
+		p.open = tmp
+		return p, nil
+	}
+	if sync {
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
 			p.discard()
@@ -160,7 +202,7 @@ func prepareMeta(path string, m *Meta, durable bool) (*preparedMeta, error) {
 // commit renames the temp file over the metadata path and syncs the
 // directory.
 func (p *preparedMeta) commit() error {
-	if err := os.Rename(p.tmp, p.path); err != nil {
+	if err := p.fsys.Rename(p.tmp, p.path); err != nil {
 		if p.open != nil {
 			p.open.Close()
 		}
@@ -170,23 +212,14 @@ func (p *preparedMeta) commit() error {
 	if !p.durable {
 		return nil
 	}
-	if err := syncDir(filepath.Dir(p.path)); err != nil {
+	if err := p.fsys.SyncDir(filepath.Dir(p.path)); err != nil {
 		return fmt.Errorf("sync lease directory: %w", err)
 	}
 	return nil
 }
 
 // discard removes the temp file.
-func (p *preparedMeta) discard() { _ = os.Remove(p.tmp) }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (p *preparedMeta) discard() { _ = p.fsys.Remove(p.tmp) }
 
 // bootID returns this machine's boot id, or "" where the kernel does not
 // publish one.

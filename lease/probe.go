@@ -1,11 +1,14 @@
 package lease
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -151,4 +154,127 @@ func holderGone(m *Meta) bool {
 		return false
 	}
 	return errors.Is(syscall.Kill(m.Pid, 0), syscall.ESRCH)
+}
+
+// Loss is how the last holder of a free lease is known to be gone.
+type Loss int
+
+const (
+	// NotLost: the lease is held, or its last holder ran on another host,
+	// whose process a free lock here says nothing about (a lock over a
+	// network filesystem): it may still run.
+	NotLost Loss = iota
+	// HostLost: the lock is free, so the kernel released it: the holder
+	// died (SIGKILL, OOM, a crash) or finished.
+	HostLost
+	// MachineRestarted: as HostLost, and the holder ran in an earlier
+	// boot of this machine (its boot id differs).
+	MachineRestarted
+)
+
+// Lost says whether the last holder of the lease probed is provably gone,
+// and how: the lock is free and the holder, if its record names one, ran
+// on this host. A holder that stopped without recording how its attempt
+// ended was lost with its host (every process killed at once, a crash of
+// the machine).
+func (st Status) Lost() Loss {
+	if st.State != Free {
+		return NotLost
+	}
+	m := st.Meta
+	if m == nil {
+		return HostLost
+	}
+	if m.Host != "" && m.Host != hostName() {
+		return NotLost
+	}
+	if b := bootID(); m.BootID != "" && b != "" && m.BootID != b {
+		return MachineRestarted
+	}
+	return HostLost
+}
+
+// String is the reason an attempt lost this way is recorded with: "host
+// lost" (ipc.HostLost) or "machine restarted"; "" for NotLost.
+func (l Loss) String() string {
+	switch l {
+	case HostLost:
+		return "host lost"
+	case MachineRestarted:
+		return "machine restarted"
+	}
+	return ""
+}
+
+// Running reports whether the process m names may still run: it ran on
+// this host, in this boot, and a process with its pid exists. A free lock
+// normally proves its holder gone; a holder that still runs although the
+// lock is free lost the lock file under it (someone replaced it), and will
+// find itself fenced.
+func (m *Meta) Running() bool {
+	if m == nil || (m.Host != "" && m.Host != hostName()) {
+		return false
+	}
+	if b := bootID(); m.BootID != "" && b != "" && m.BootID != b {
+		return false
+	}
+	if m.Pid == os.Getpid() || !pidAlive(m.Pid) {
+		return false
+	}
+	// A zombie (dead, not yet reaped: an orphan of a killed supervisor in
+	// a container whose init does not reap) does not run, and a process
+	// that started after the holder's record is another one with its pid.
+	state, started, ok := procStat(m.Pid)
+	if !ok {
+		return true
+	}
+	if state == 'Z' || state == 'X' {
+		return false
+	}
+	return m.StartedAt.IsZero() || !started.After(m.StartedAt.Add(time.Second))
+}
+
+// procStat reads a process's state and start time from /proc; ok is false
+// where /proc cannot say.
+func procStat(pid int) (state byte, started time.Time, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	// The command name is in parentheses and may hold anything; the
+	// fields after its closing one are state (3) ... starttime (22).
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, time.Time{}, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return 0, time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	bt := bootTime()
+	if bt.IsZero() {
+		return f[0][0], time.Time{}, true
+	}
+	const clkTck = 100 // USER_HZ on every Linux ink runs on
+	return f[0][0], bt.Add(time.Duration(ticks) * time.Second / clkTck), true
+}
+
+// bootTime is when this machine booted, from /proc/stat (zero if unknown).
+func bootTime() time.Time {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(n, 0)
+			}
+		}
+	}
+	return time.Time{}
 }

@@ -18,6 +18,29 @@ type Launcher interface {
 	Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error)
 }
 
+// readyLauncher is a Launcher that can start a worker while what its
+// attempt needs is made ready: ready runs once the worker is started and
+// before it is sent the attempt; its error ends the launch, nothing left
+// running.
+type readyLauncher interface {
+	LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error)
+}
+
+// launchReady launches spec on l once ready (nil: nothing to wait for)
+// succeeded, beside the worker's start where l can.
+func launchReady(ctx context.Context, l Launcher, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
+	if ready == nil {
+		return l.Launch(ctx, spec)
+	}
+	if rl, ok := l.(readyLauncher); ok {
+		return rl.LaunchReady(ctx, spec, ready)
+	}
+	if err := ready(); err != nil {
+		return nil, err
+	}
+	return l.Launch(ctx, spec)
+}
+
 // Worker is one running attempt as the supervisor sees it. Send is safe for
 // concurrent use; Recv is called from one goroutine; Close and Kill may be
 // called from any goroutine, more than once.

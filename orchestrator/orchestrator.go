@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -126,6 +127,10 @@ type Config struct {
 	// can). The pool is shut down when Run returns, by Close and by
 	// KillAll.
 	WarmWorkers int
+	// FS is what the supervisor's own durable files (a shell session and
+	// its lease) are written through; nil is the real filesystem. Tests
+	// pass a crashing one.
+	FS durable.FS
 	// Sink receives every event, in order; it is called from many
 	// goroutines but never concurrently.
 	Sink func(event.Envelope)
@@ -223,6 +228,9 @@ func New(cfg Config) (*Orchestrator, error) {
 		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, cfg.Logger)
 		o.launcher = o.pool
 		o.window.onFree = o.pool.nudge
+	}
+	if pl, ok := launcher.(*pluginLauncher); ok {
+		pl.warn = func(text string) { o.Warn("", text) }
 	}
 	o.pub.sink = cfg.Sink
 	o.budget.limit = cfg.Budget

@@ -1,6 +1,10 @@
 package orchestrator
 
 import (
+	"path/filepath"
+
+	"github.com/inkdev/ink/durable"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,6 +121,7 @@ func (o *Orchestrator) NewParent(opts ParentOptions) *Parent {
 	ctx, stop := context.WithCancelCause(context.Background())
 	p := &Parent{o: o, ar: ar, ctx: ctx, stop: stop, front: map[string]*frontCall{}, closeDone: make(chan struct{})}
 	ar.onLaunch = p.onLaunch
+	ar.launchReady = p.syncCalls
 	return p
 }
 
@@ -302,7 +307,8 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 
 // onLaunch runs before each child launches: it creates the session on the
 // first launch, then records the front-end call of this child (once per
-// call, however many children it holds).
+// call, however many children it holds). syncCalls makes it durable before
+// the child is sent its attempt.
 func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -319,20 +325,35 @@ func (p *Parent) onLaunch(call taskCall, _ TaskArgs) error {
 	return p.writeCallLocked(f)
 }
 
+// syncCalls makes the session's calls durable: it runs while a child's
+// worker starts and before the child is sent its attempt, since a child
+// whose start survived a crash of the machine must find its call in this
+// session, or nothing would answer for it.
+func (p *Parent) syncCalls() error {
+	p.mu.Lock()
+	w := p.w
+	p.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Sync()
+}
+
 // openLocked creates the session under its lease, once, with the call of
 // its first child (f, unless nil) as its first entry: the session, its
 // lease record and that call become durable together, as creating the
-// transcript syncs the record and then the directory that holds them —
-// in the background, while the child starts, and before the session's
-// next entry is written. p.mu is held.
+// transcript syncs the directories it made, the record and then the
+// directory that holds them, in the background, waited for before the
+// child is sent its attempt (syncCalls). p.mu is held.
 func (p *Parent) openLocked(f *frontCall) error {
 	p.opened = true
 	p.openErr = func() error {
-		if err := mkdirFor(p.ar.transcript); err != nil {
+		syncDirs, err := durable.MkdirAllLater(p.o.cfg.FS, filepath.Dir(p.ar.transcript), 0o700)
+		if err != nil {
 			return err
 		}
 		l, err := lease.AcquireWith(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID},
-			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true})
+			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true, FS: p.o.cfg.FS})
 		if err != nil {
 			return err
 		}
@@ -342,7 +363,13 @@ func (p *Parent) openLocked(f *frontCall) error {
 			m := p.callMessage(f)
 			first = append(first, session.Entry{Message: &m})
 		}
-		w, _, err := session.CreateSyncing(p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, l.SyncRecord, first...)
+		before := func() error {
+			if err := syncDirs(); err != nil {
+				return err
+			}
+			return l.SyncRecord()
+		}
+		w, _, err := session.CreateSyncing(p.o.cfg.FS, p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, before, first...)
 		if err != nil {
 			l.Release()
 			return err

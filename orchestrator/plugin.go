@@ -24,22 +24,37 @@ type pluginLauncher struct {
 	exe     string
 	environ []string
 	logger  *slog.Logger
+	// warn tells the user, once, that worker sockets had to move out of
+	// INK_HOME (its filesystem cannot hold them).
+	warn func(string)
 }
 
 var _ Launcher = (*pluginLauncher)(nil)
 
 // Launch starts the worker process, opens its attempt stream and sends Run.
 func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	return l.LaunchReady(ctx, spec, nil)
+}
+
+// LaunchReady is Launch that runs ready (unless nil) once the worker
+// process is started and before it is sent the attempt.
+func (l *pluginLauncher) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
 	cmd.Dir = spec.Cwd
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger, Warn: l.warn})
 	if err != nil {
 		return nil, err
 	}
 	idle, err := openAttempt(c, cmd)
 	if err != nil {
 		return nil, err
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			idle.discard()
+			return nil, err
+		}
 	}
 	return idle.run(spec)
 }
@@ -97,7 +112,7 @@ func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (id
 	cmd := exec.Command(l.exe, "worker")
 	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Dir = dir
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger, Warn: l.warn})
 	if err != nil {
 		return nil, err
 	}

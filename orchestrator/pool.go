@@ -81,6 +81,26 @@ func newWarmPool(fresh Launcher, starter idleStarter, inkHome, dir string, cap i
 
 // Launch sends spec to an idle worker, or starts a fresh one when none is
 // ready, and then has the pool refilled (after refillDelay).
+// LaunchReady is Launch after ready: a warm worker is started already, so
+// there is nothing to overlap it with but a fresh one's start.
+func (p *warmPool) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
+	if p.peek() {
+		if err := ready(); err != nil {
+			return nil, err
+		}
+		return p.Launch(ctx, spec)
+	}
+	defer p.nudge()
+	return launchReady(ctx, p.fresh, spec, ready)
+}
+
+// peek reports whether an idle worker is waiting.
+func (p *warmPool) peek() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle) > 0
+}
+
 func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
 	defer p.nudge()
 	for {

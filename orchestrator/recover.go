@@ -3,12 +3,14 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
@@ -137,12 +139,23 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		}
 		return a
 	}
+	if errors.Is(err, session.ErrNotStarted) {
+		return result(fmt.Sprintf("interrupted before the child started: a crash of the machine lost its transcript %s before any of it was on disk, so nothing of it can be continued. Start a new task instead.", childPath), true, nil), time.Time{}, time.Time{}
+	}
 	if err != nil {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil), time.Time{}, time.Time{}
 	}
 	id := ctr.Header.ID
 	bringBackCommits(ctr.Header.Launch)
 	end, started, ended := attemptSpan(ctr, prior)
+	if !ended && !started.IsZero() {
+		// The attempt started and never recorded its end. When its lease
+		// is free and its holder provably gone, it was lost with its host:
+		// say so, as the worker that continues it will record.
+		if st, err := lease.Probe(childPath); err == nil && st.Lost() != lease.NotLost {
+			end, ended = lostEnd(ctr, prior, st.Lost().String()), true
+		}
+	}
 	if !ended || end.Status == "" {
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it.\nchild session id: %s — continue it with task({resume: %q, prompt: \"…\"})\nwork is preserved in the full transcript:\n  %s", id, id, childPath), true, nil), time.Time{}, time.Time{}
 	}
@@ -171,8 +184,40 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	return result(content, isErr, &rec), started, end.Time
 }
 
+// lostEnd is the end entry of the attempt that started after the first
+// prior attempts of tr and was lost with its host: interrupted for reason,
+// with the turns and usage its messages show (incomplete: the turn in
+// flight is not counted) and its last assistant text.
+func lostEnd(tr *session.Transcript, prior int, reason string) session.AttemptEntry {
+	end := session.AttemptEntry{Phase: session.PhaseEnd, Status: ipc.StatusInterrupted, Reason: reason, Time: time.Now().UTC()}
+	n, in := 0, false
+	var usage model.Usage
+	for _, e := range tr.Entries {
+		switch {
+		case e.Attempt != nil && e.Attempt.Phase == session.PhaseStart:
+			in = n == prior
+			if in {
+				end.AttemptID, end.Epoch = e.Attempt.AttemptID, e.Attempt.Epoch
+			}
+			n++
+		case in && e.Message != nil && e.Message.Role == model.RoleAssistant:
+			end.Turns++
+			if e.Message.Usage != nil {
+				usage = usage.Add(*e.Message.Usage)
+			}
+			if t := e.Message.Text(); strings.TrimSpace(t) != "" {
+				end.FinalText = t
+			}
+		}
+	}
+	usage.Incomplete = true
+	end.Usage = &usage
+	return end
+}
+
 // attemptSpan returns the end entry of the attempt that started after the
-// first prior attempts of tr, if it started and ended, and when it started.
+// first prior attempts of tr, if it started and ended, and when it started
+// (zero when it did not).
 func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, started time.Time, ok bool) {
 	n, target := 0, ""
 	for _, a := range tr.Attempts() {
@@ -186,7 +231,7 @@ func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, s
 			return a, started, true
 		}
 	}
-	return session.AttemptEntry{}, time.Time{}, false
+	return session.AttemptEntry{}, started, false
 }
 
 // bringBackCommits brings the commits of a recovered child's worktree into
@@ -237,9 +282,10 @@ const startedLead = "child %s started in the background"
 // with its answer from its own transcript (its result when its attempt
 // ended, interrupted by the host's loss as a worker records it), so that
 // task_wait, task_status and the end-of-turn note hand them over as if
-// the run had not stopped. A child whose attempt left no end, or whose
-// transcript cannot be read, is left out: task_wait on it says how to
-// continue it.
+// the run had not stopped; one whose attempt left no end because its host
+// was lost with it (its lease free, its holder gone) as interrupted. A
+// child that may still run, or whose transcript cannot be read, is left
+// out: task_wait on it says how to continue it.
 func recoverBackground(tr *session.Transcript, ar *agentRun) {
 	calls := map[string]model.ToolCall{}
 	type started struct {

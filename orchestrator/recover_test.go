@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
@@ -214,6 +215,12 @@ func TestChildAnswersUnit(t *testing.T) {
 	// Two children with the same prompt for two open calls.
 	twinA := childOf(t, main, cwd).run("01t1", "twin", "twin one", true)
 	twinB := childOf(t, main, cwd).run("01t2", "twin", "twin two", false)
+	// twinB's worker still runs: its outcome is unknown, not lost.
+	l, err := lease.Acquire(twinB.path, lease.Owner{AttemptID: "01t2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
 	// A child whose body is broken past its header.
 	broken := childOf(t, main, cwd).run("01k1", "broken", "x", true)
 	if f, err := os.OpenFile(broken.path, os.O_APPEND|os.O_WRONLY, 0); err == nil {
@@ -327,7 +334,8 @@ func TestChildAnswersMatchAgents(t *testing.T) {
 // back, as ended and not yet collected, each background child whose result
 // its agent never collected — with its answer and record from its own
 // transcript, from the attempt that call started — and leaves out the
-// ones already collected and the ones whose attempt left no end.
+// ones already collected and the ones whose attempt has no end and may
+// still run.
 func TestRecoverBackground(t *testing.T) {
 	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
@@ -336,6 +344,12 @@ func TestRecoverBackground(t *testing.T) {
 	done := agentChildOf(t, main, cwd, "tester").run("01d1", "run the tests", "two tests fail", true)
 	collected := childOf(t, main, cwd).run("01c1", "lint", "clean", true)
 	unended := childOf(t, main, cwd).run("01u1", "slow", "", false)
+	// unended's worker still runs (it holds its lease): nothing to hand over.
+	l, err := lease.Acquire(unended.path, lease.Owner{AttemptID: "01u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
 	started := func(callID, id string) model.Message {
 		return model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task",
 			Content: startedText(ChildStatus{ID: id})}}}
@@ -396,5 +410,52 @@ func TestRecoverBackground(t *testing.T) {
 	}
 	if ar.registry().get(unended.id) != nil {
 		t.Errorf("the child whose attempt never ended was put back")
+	}
+}
+
+// TestChildLostWithItsHost: every process of a run killed at once leaves a
+// child whose attempt started and never ended, and a parent that recorded
+// nothing of it. Its lease is free and its holder gone, so continuing the
+// session answers the call with status interrupted, reason host lost and
+// the child's resume id, and the resume that answer offers is accepted: the
+// worker is launched to repair its tail.
+func TestChildLostWithItsHost(t *testing.T) {
+	t.Parallel()
+	call := taskCallOf("c1", `{"prompt":"alpha"}`)
+	h := newHarness(t, Config{MaxDepth: 1}, cast{main: loses(call), byPrompt: map[string]play{"alpha": dies}}.play)
+	first := h.run(t, RunOptions{Prompt: "p"})
+	alpha := h.l.byPrompt("alpha").Spec
+	if tail, err := session.ReadTail(alpha.Transcript); err != nil || tail.LastEnd != nil || !tail.StartedSince {
+		t.Fatalf("the child's tail %+v, %v: want a start without an end", tail, err)
+	}
+
+	cont := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
+		if w.Start() {
+			w.Complete("recovered", model.Usage{})
+		}
+	})
+	if res := cont.run(t, RunOptions{Prompt: "go on", SessionID: first.SessionID}); res.Status != StatusCompleted {
+		t.Fatalf("continue: %s %s", res.Status, res.Reason)
+	}
+	answers := cont.l.byLabel("main").Spec.Answers
+	if len(answers) != 1 {
+		t.Fatalf("%d answers, want 1", len(answers))
+	}
+	c := answers[0].Message.Results[0].Content
+	if !strings.Contains(c, "task interrupted after 1 turn: host lost.") || !strings.Contains(c, fmt.Sprintf("continue it with task({resume: %q", alpha.SessionID)) {
+		t.Errorf("the call was answered %q; want interrupted / host lost with the resume id", c)
+	}
+	if rec, err := session.ParseTaskRecord(answers[0].TaskRecord); err != nil || rec.Status != StatusInterrupted || rec.Reason != ipc.HostLost || rec.AttemptID != alpha.AttemptID {
+		t.Errorf("record %+v, %v", rec, err)
+	}
+
+	// The resume it offers works, from a shell too.
+	sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("alpha done", model.Usage{}))
+	res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(alpha.SessionID)}, Parent: first.SessionID})
+	if res.Status != StatusCompleted {
+		t.Fatalf("resume of the lost child: %+v", res)
+	}
+	if w := sh.l.byPrompt("go on"); w == nil || !w.Spec.Repair {
+		t.Errorf("the resume's worker was not allowed to repair the tail")
 	}
 }

@@ -118,7 +118,8 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	plan := resumePlan{header: h}
 
 	// Is it running? A held lease means another worker is writing it.
-	if st, err := lease.Probe(path); err == nil && st.State != lease.Free {
+	st, perr := lease.Probe(path)
+	if perr == nil && st.State != lease.Free {
 		who := ""
 		if st.Meta != nil {
 			who = fmt.Sprintf(" (pid %d holds its lease)", st.Meta.Pid)
@@ -128,8 +129,13 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if !tail.HasMessages {
 		add("empty-transcript", "the transcript holds no messages; nothing to continue")
 	}
-	if tail.LastEnd == nil && !parentRecorded(parent.owner(), h.ID) {
-		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written")
+	// An attempt that started and never ended, whose lease is free and
+	// whose holder provably is gone, was lost with its host (every
+	// process killed at once, the machine stopped): it is interrupted,
+	// and the worker that continues it records so. One that may still run
+	// elsewhere is not settled.
+	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !parentRecorded(parent.owner(), h.ID) {
+		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
 	}
 	if launch.InkVersion != InkVersion {
 		add("version-drift", "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)

@@ -104,7 +104,15 @@ func TestResumeRefusals(t *testing.T) {
 				keepLines(t, fx.child.Transcript, func(e map[string]any) bool { return e["type"] != session.EntryMessage })
 			}},
 		{name: "no settled record", child: dies, mainDie: true, codes: []string{"no-record"},
-			want: []string{"no settled record of this child: neither the parent's task result nor the child's own attempt end was written"}},
+			want: []string{"no settled record of this child: neither the parent's task result nor the child's own attempt end was written"},
+			mutate: func(t *testing.T, fx fixture) {
+				// Its last holder ran on another host, which a free lock here
+				// says nothing about: it may still run.
+				rec := `{"pid":4242,"host":"another-host","attemptId":"` + fx.child.AttemptID + `","epoch":1}` + "\n"
+				if err := os.WriteFile(lease.MetaPath(fx.child.Transcript), []byte(rec), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}},
 		{name: "another ink version", codes: []string{"version-drift"},
 			want: []string{"launched by ink 0.0.9, this is ink " + InkVersion + "; resume it with ink 0.0.9"},
 			mutate: func(t *testing.T, fx fixture) {
@@ -395,10 +403,11 @@ func TestResumeOfAnInconsistentHistory(t *testing.T) {
 	if res.Status != StatusRejected || res.ParentSession != "" || !strings.Contains(res.Content, want) || !strings.HasSuffix(res.Content, "\nStart a new task instead.") {
 		t.Fatalf("resume = %+v\nwant a refusal containing %q", res, want)
 	}
-	// Only the lease record shows that a worker held the lease to read.
+	// Only the lease record and heartbeat show that a worker held the lease
+	// to read.
 	after := snapshot(t, h.cfg.InkHome)
 	for p, v := range after {
-		if before[p] != v && p != lease.MetaPath(child.Spec.Transcript) {
+		if before[p] != v && p != lease.MetaPath(child.Spec.Transcript) && p != lease.BeatPath(child.Spec.Transcript) {
 			t.Errorf("a resume the worker refused changed %s", p)
 		}
 	}

@@ -129,10 +129,6 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
 }
 
-func mkdirFor(path string) error {
-	return os.MkdirAll(filepath.Dir(path), 0o700)
-}
-
 // usageOf returns u or the zero usage.
 func usageOf(u *model.Usage) model.Usage {
 	if u == nil {

@@ -46,6 +46,10 @@ type agentRun struct {
 	// rejection check passed (a shell parent writes its session and the
 	// task call only then, so a rejected `ink task` leaves no file).
 	onLaunch func(call taskCall, args TaskArgs) error
+	// launchReady, when set, must succeed before a child of this agent is
+	// sent its attempt; it runs beside the child's worker start (a shell
+	// parent's sync of the call that starts the child).
+	launchReady func() error
 
 	// track, on a child, is its entry in its parent's registry, fed with
 	// its events.
@@ -145,7 +149,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	// the tree's, so every task call of a message reaches the supervisor,
 	// which queues what the tree's window cannot take yet (task.queued).
 	spec.MaxParallel = max(o.cfg.MaxParallel, loopWindow)
-	w, err := o.launcher.Launch(ctx, spec)
+	w, err := launchReady(ctx, o.launcher, spec, ar.launchReady)
 	if err != nil {
 		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("could not start the worker: %v", err)
 		if ctx.Err() != nil {

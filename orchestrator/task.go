@@ -332,6 +332,11 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 			return nil
 		}
 	}
+	if !e.resumed {
+		// The call that starts the child is durable before the child can
+		// write a byte (a shell parent's; a worker syncs its own).
+		e.child.launchReady = e.parent.launchReady
+	}
 	res := o.supervise(ctx, e.child, e.spec, e.timeout, onStart)
 	o.usage.add(e.child.label, res.Usage)
 	e.started = true

@@ -114,6 +114,9 @@ func ListSessions(inkHome, cwd string) ([]SessionSummary, error) {
 			s.ModTime = fi.ModTime()
 		}
 		h, err := ReadHeader(path)
+		if errors.Is(err, ErrNotStarted) {
+			continue // never started: not a session
+		}
 		if err != nil {
 			s.Problem = err.Error()
 		} else {
@@ -125,7 +128,9 @@ func ListSessions(inkHome, cwd string) ([]SessionSummary, error) {
 		if kids, err := os.ReadDir(ChildrenDir(path)); err == nil {
 			for _, k := range kids {
 				if strings.HasSuffix(k.Name(), ".jsonl") && !k.IsDir() {
-					s.Children++
+					if fi, err := k.Info(); err == nil && fi.Size() > 0 { // an empty one never started
+						s.Children++
+					}
 				}
 			}
 		}
@@ -213,6 +218,9 @@ func scanChildren(dir string) ([]childFile, error) {
 			c.err = fmt.Errorf("%s is a symlink; ink does not follow it: %w", c.path, ErrNotRegular)
 		} else {
 			c.header, c.err = ReadHeader(c.path)
+			if errors.Is(c.err, ErrNotStarted) {
+				continue // never started: not a child
+			}
 		}
 		out = append(out, c)
 	}

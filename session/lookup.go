@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -70,6 +71,10 @@ func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 	}
 	switch len(matches) {
 	case 0:
+		if _, err := ReadHeader(filepath.Join(dir, childID+".jsonl")); errors.Is(err, ErrNotStarted) {
+			return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: fmt.Sprintf(
+				"cannot resume child %q: it never started: %v", childID, err)}
+		}
 		if named != nil {
 			return ChildInfo{}, &LookupError{Code: CodeMalformed, Message: fmt.Sprintf(
 				"cannot resume child %q: its transcript cannot be read safely: %v", childID, named.err)}

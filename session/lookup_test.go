@@ -155,7 +155,7 @@ func TestFindChildRefusals(t *testing.T) {
 		{"missing launch", noLaunch, CodeMissingLaunch, []string{"no launch record"}},
 		{"launch for another child", swapped, CodeInvalidLaunch, []string{"is for child"}},
 		{"unparsable launch", badLaunch, CodeInvalidLaunch, []string{"version 7"}},
-		{"garbled file named after id", garbled, CodeMalformed, []string{garbled}},
+		{"garbled file named after id", garbled, CodeNotFound, []string{garbled, "never started"}},
 		{"symlink named after id", linked, CodeMalformed, []string{"symlink"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,7 +266,9 @@ func TestListSessions(t *testing.T) {
 	kid := NewID()
 	f.child(t, kid+".jsonl", f.owned(kid), "completed")
 	broken := filepath.Join(SessionsDir(home, cwd), "broken.jsonl")
-	os.WriteFile(broken, []byte("nope"), 0o600)
+	os.WriteFile(broken, []byte("nope\n"), 0o600)
+	// A transcript a crash left without its bytes never started: not listed.
+	os.WriteFile(filepath.Join(SessionsDir(home, cwd), NewID()+".jsonl"), nil, 0o600)
 	mk(t0, "other cwd") // same cwd; next one in another cwd must not show
 	otherCwd := NewID()
 	if w, err := Create(MainPath(home, "/elsewhere", otherCwd), Header{ID: otherCwd, Cwd: "/elsewhere"}); err == nil {

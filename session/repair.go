@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/model"
 )
 
@@ -51,7 +52,12 @@ func (r TailRepair) String() string {
 // should have checked the rest of the file with Open: only the final line
 // is read here.
 func RepairTail(path string) (TailRepair, error) {
-	f, fi, err := openRegular(path, os.O_RDWR)
+	return repairTail(durable.OS, path)
+}
+
+// repairTail is RepairTail through fsys.
+func repairTail(fsys durable.FS, path string) (TailRepair, error) {
+	f, fi, err := openForWrite(fsys, path, os.O_RDWR)
 	if err != nil {
 		return TailRepair{}, fmt.Errorf("repair tail: %w", err)
 	}
@@ -89,7 +95,7 @@ func RepairTail(path string) (TailRepair, error) {
 		if err := f.Truncate(start); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: truncate: %w", path, err)
 		}
-		if err := fsync(f); err != nil {
+		if err := fsync(f, path); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
 		return TailRepair{Action: RepairTruncated, Offset: start, Bytes: len(line), Reason: reason}, nil
@@ -97,7 +103,7 @@ func RepairTail(path string) (TailRepair, error) {
 		if _, err := f.WriteAt([]byte("\n"), size); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: %w", path, err)
 		}
-		if err := fsync(f); err != nil {
+		if err := fsync(f, path); err != nil {
 			return TailRepair{}, fmt.Errorf("repair tail of %s: fsync: %w", path, err)
 		}
 		return TailRepair{Action: RepairTerminated, Offset: start, Bytes: 1, Reason: reason}, nil
@@ -125,7 +131,7 @@ func judgeTail(line []byte, start int64, terminated bool) (action, reason string
 
 // lastNewlineBefore returns the offset of the last "\n" in f before end, or
 // -1 when there is none. It reads backwards in chunks.
-func lastNewlineBefore(f *os.File, end int64) (int64, error) {
+func lastNewlineBefore(f io.ReaderAt, end int64) (int64, error) {
 	const chunk = 64 << 10
 	buf := make([]byte, chunk)
 	for end > 0 {

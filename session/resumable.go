@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/model"
 )
 
@@ -34,6 +35,8 @@ type Resumable struct {
 	view     *View
 	attempts Lifetime
 	lastEnd  *AttemptEntry
+	// open is the last attempt's start entry while no end followed it.
+	open *AttemptEntry
 	// lines counts the newlines of the file up to Size, a torn final
 	// line's excluded.
 	lines int
@@ -104,7 +107,7 @@ func ReadForResume(path string) (*Resumable, error) {
 	defer f.Close()
 	size := fi.Size()
 	if size == 0 {
-		return nil, fmt.Errorf("%s: empty transcript: the file has no header line; it was cut while being created (delete it or start a new session)", path)
+		return nil, notStarted(path)
 	}
 	r := &Resumable{Path: path, Size: size}
 	var seg historySegment
@@ -124,6 +127,9 @@ func ReadForResume(path string) (*Resumable, error) {
 			if err != nil {
 				if errors.Is(err, ErrInvalidLaunch) {
 					return nil, fmt.Errorf("%s:1: %w", path, err)
+				}
+				if !terminated {
+					return nil, notStarted(path)
 				}
 				return nil, fmt.Errorf("%s:1: %v; this is not an ink transcript or its first line is damaged", path, err)
 			}
@@ -149,9 +155,15 @@ func ReadForResume(path string) (*Resumable, error) {
 			seg.message(e.ID, skel.Role, offset, len(line))
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
-			if e.Attempt.Phase == PhaseEnd {
-				a := *e.Attempt
+			a := *e.Attempt
+			switch a.Phase {
+			case PhaseEnd:
 				r.lastEnd = &a
+				if r.open != nil && r.open.AttemptID == a.AttemptID {
+					r.open = nil
+				}
+			case PhaseStart:
+				r.open = &a
 			}
 		case e.Compaction != nil:
 			if err := seg.compaction(e, offset+int64(len(line))); err != nil {
@@ -304,6 +316,30 @@ func (r *Resumable) View() *View {
 // applied: the attempt that continues it adds its own end).
 func (r *Resumable) Lifetime() Lifetime { return r.attempts }
 
+// Unfinished returns the start entry of the last attempt when no end entry
+// of it follows: an attempt whose worker died without recording how it
+// ended (or one still running, which a reader under the lease rules out).
+func (r *Resumable) Unfinished() (AttemptEntry, bool) {
+	if r.open == nil {
+		return AttemptEntry{}, false
+	}
+	return *r.open, true
+}
+
+// LostEnd is the end entry a continuing worker writes for an attempt that
+// never recorded its own (Unfinished) because its host was lost with it:
+// every process killed at once, or the machine stopped. Status is
+// "interrupted" and reason says which; usage is unknown. lifetime is the
+// lifetime that counts the lost attempt's start, as the transcript holds
+// it.
+func LostEnd(start AttemptEntry, reason string, lifetime Lifetime) AttemptEntry {
+	life := lifetime.With(nil)
+	return AttemptEntry{
+		Phase: PhaseEnd, AttemptID: start.AttemptID, Epoch: start.Epoch, Pid: start.Pid,
+		Status: "interrupted", Reason: reason, Lifetime: &life,
+	}
+}
+
 // LastAttemptEnd returns the last attempt end entry, if there is one.
 func (r *Resumable) LastAttemptEnd() (AttemptEntry, bool) {
 	if r.lastEnd == nil {
@@ -312,10 +348,11 @@ func (r *Resumable) LastAttemptEnd() (AttemptEntry, bool) {
 	return *r.lastEnd, true
 }
 
-// RepairTail repairs the torn tail the read found (see RepairTail) and
-// brings Size and Torn up to date. The caller must hold the lease.
-func (r *Resumable) RepairTail() (TailRepair, error) {
-	rep, err := RepairTail(r.Path)
+// RepairTail repairs the torn tail the read found (see RepairTail) through
+// fsys (nil: the real filesystem) and brings Size and Torn up to date. The
+// caller must hold the lease.
+func (r *Resumable) RepairTail(fsys durable.FS) (TailRepair, error) {
+	rep, err := repairTail(durable.Or(fsys), r.Path)
 	if err != nil {
 		return rep, err
 	}
@@ -333,9 +370,10 @@ func (r *Resumable) RepairTail() (TailRepair, error) {
 // OpenWriter opens the transcript for appending after the entries read,
 // without reading it again. It refuses when the file is not as it was read
 // (its size changed, or it does not end in "\n": repair its tail first).
-// The caller must hold the lease and close the Writer.
-func (r *Resumable) OpenWriter() (*Writer, error) {
-	f, fi, err := openRegular(r.Path, os.O_RDWR|os.O_APPEND)
+// It writes through fsys (nil: the real filesystem). The caller must hold
+// the lease and close the Writer.
+func (r *Resumable) OpenWriter(fsys durable.FS) (*Writer, error) {
+	f, fi, err := openForWrite(durable.Or(fsys), r.Path, os.O_RDWR|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript for append: %w", err)
 	}
@@ -353,7 +391,7 @@ func (r *Resumable) OpenWriter() (*Writer, error) {
 	if last[0] != '\n' {
 		return fail("it ends in a partial line; repair its tail before appending")
 	}
-	return &Writer{f: f, path: r.Path, header: r.Header, lines: r.lines, size: r.Size}, nil
+	return &Writer{fsys: durable.Or(fsys), f: f, path: r.Path, header: r.Header, lines: r.lines, size: r.Size}, nil
 }
 
 // lineReader yields the lines of a reader with their offsets and numbers,

@@ -228,13 +228,13 @@ func TestResumableRepairThenAppend(t *testing.T) {
 			if r.Torn == nil {
 				t.Fatal("the torn tail was not seen")
 			}
-			if _, err := r.OpenWriter(); err == nil {
+			if _, err := r.OpenWriter(nil); err == nil {
 				t.Fatal("a torn transcript was opened for appending")
 			}
-			if _, err := r.RepairTail(); err != nil {
+			if _, err := r.RepairTail(nil); err != nil {
 				t.Fatal(err)
 			}
-			w, err := r.OpenWriter()
+			w, err := r.OpenWriter(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +254,7 @@ func TestResumableRepairThenAppend(t *testing.T) {
 			}
 			// A file changed behind the reader's back is not appended to.
 			os.WriteFile(path, append(readFile(t, path), []byte("{}\n")...), 0o600)
-			if _, err := r.OpenWriter(); err == nil || !strings.Contains(err.Error(), "size changed") {
+			if _, err := r.OpenWriter(nil); err == nil || !strings.Contains(err.Error(), "size changed") {
 				t.Fatalf("OpenWriter on a changed file: %v", err)
 			}
 		})

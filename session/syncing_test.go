@@ -27,7 +27,7 @@ func TestCreateSyncingSyncsBeforeTheNextEntry(t *testing.T) {
 		return nil
 	}
 	prompt := model.UserText("find the bug")
-	w, entries, err := CreateSyncing(path, Header{ID: "c1", Cwd: "/p"}, before, Entry{Message: &prompt})
+	w, entries, err := CreateSyncing(nil, path, Header{ID: "c1", Cwd: "/p"}, before, Entry{Message: &prompt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestCreateSyncingSyncsBeforeTheNextEntry(t *testing.T) {
 func TestCreateSyncingFailureIsSticky(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.jsonl")
-	w, _, err := CreateSyncing(path, Header{ID: "c1", Cwd: "/p"}, func() error { return errors.New("disk gone") })
+	w, _, err := CreateSyncing(nil, path, Header{ID: "c1", Cwd: "/p"}, func() error { return errors.New("disk gone") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestCreateSyncingClose(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.jsonl")
-	w, _, err := CreateSyncing(path, Header{ID: "c1", Cwd: "/p"}, nil)
+	w, _, err := CreateSyncing(nil, path, Header{ID: "c1", Cwd: "/p"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func Open(path string) (*Transcript, error) {
 // parseTranscript parses the bytes of a transcript file.
 func parseTranscript(path string, data []byte) (*Transcript, error) {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%s: empty transcript: the file has no header line; it was cut while being created (delete it or start a new session)", path)
+		return nil, notStarted(path)
 	}
 	t := &Transcript{Path: path, Size: int64(len(data))}
 	lineNo := 0
@@ -98,6 +98,9 @@ func parseTranscript(path string, data []byte) (*Transcript, error) {
 			if err != nil {
 				if errors.Is(err, ErrInvalidLaunch) {
 					return nil, fmt.Errorf("%s:1: %w", path, err)
+				}
+				if !terminated {
+					return nil, notStarted(path)
 				}
 				return nil, fmt.Errorf("%s:1: %v; this is not an ink transcript or its first line is damaged", path, err)
 			}
@@ -215,10 +218,11 @@ func ReadHeader(path string) (Header, error) {
 	}
 	buf = buf[:n]
 	if n == 0 {
-		return Header{}, fmt.Errorf("%s: empty transcript: the file has no header line", path)
+		return Header{}, notStarted(path)
 	}
+	terminated := false
 	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		buf = buf[:i]
+		buf, terminated = buf[:i], true
 	} else if n == maxHeaderBytes {
 		return Header{}, fmt.Errorf("%s:1: header line is longer than 64 KiB; this is not an ink transcript", path)
 	}
@@ -227,7 +231,24 @@ func ReadHeader(path string) (Header, error) {
 		if errors.Is(err, ErrInvalidLaunch) {
 			return h, fmt.Errorf("%s:1: %w", path, err)
 		}
+		if !terminated {
+			return Header{}, notStarted(path)
+		}
 		return Header{}, fmt.Errorf("%s:1: %w", path, err)
 	}
 	return h, nil
+}
+
+// ErrNotStarted marks a transcript file without a whole header line: empty,
+// or a first line cut short that is not a header. ink writes a new
+// transcript's header with its first entries in one write, published under
+// its name only once written, so only a crash of the machine before that
+// write was synced can leave one (its name survived, its bytes did not).
+// Every reader takes it as a transcript that never started: listings leave
+// it out, lookups do not find it, and a parent's recovery says nothing ran.
+var ErrNotStarted = errors.New("the transcript never started")
+
+// notStarted is the ErrNotStarted error for path.
+func notStarted(path string) error {
+	return fmt.Errorf("%s: %w: it holds no whole header line (a crash of the machine lost what was written to it); nothing of it can be read or continued", path, ErrNotStarted)
 }

@@ -105,9 +105,9 @@ func TestOpenRefusesNonTranscripts(t *testing.T) {
 		{"directory", dir, "directory", ErrNotRegular},
 		{"fifo", fifo, "not a regular file", ErrNotRegular},
 		{"missing", filepath.Join(dir, "none.jsonl"), "no such file", os.ErrNotExist},
-		{"empty", writeRaw(t, nil), "empty transcript", nil},
+		{"empty", writeRaw(t, nil), "never started", ErrNotStarted},
 		{"no header", writeRaw(t, messageLine(t, model.UserText("hi"))), ":1: invalid header", nil},
-		{"torn header", writeRaw(t, headerLine(t, "x")[:20]), ":1: invalid header", nil},
+		{"torn header", writeRaw(t, headerLine(t, "x")[:20]), "never started", ErrNotStarted},
 		{"version 2", writeRaw(t, []byte(strings.Replace(string(headerLine(t, "x")), `"version":1`, `"version":2`, 1))), "version 2 is not supported", nil},
 		{"bad launch", writeRaw(t, []byte(badLaunch)), "invalid launch record", ErrInvalidLaunch},
 	} {

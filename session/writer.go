@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/model"
 )
 
@@ -22,7 +22,8 @@ import (
 // refuses further appends, since the file may end in a partial line.
 type Writer struct {
 	mu     sync.Mutex
-	f      *os.File
+	fsys   durable.FS
+	f      durable.File
 	path   string
 	header Header
 	lines  int
@@ -54,7 +55,7 @@ func Create(path string, h Header) (*Writer, error) {
 // session's task call) cost one sync between them. The entries are
 // prepared as Append prepares them and returned as written.
 func CreateWith(path string, h Header, first ...Entry) (*Writer, []Entry, error) {
-	return create(path, h, false, nil, first)
+	return create(durable.OS, path, h, false, nil, first)
 }
 
 // CreateSyncing is CreateWith whose one sync of the file and its directory
@@ -66,12 +67,19 @@ func CreateWith(path string, h Header, first ...Entry) (*Writer, []Entry, error)
 // crash of the machine could lose the new transcript, as if the attempt had
 // never started. before, when not nil, runs first in the background: a sync
 // that must precede the transcript's (the lease's record, see
-// lease.Options.SyncLater); its failure fails the creation's sync.
-func CreateSyncing(path string, h Header, before func() error, first ...Entry) (*Writer, []Entry, error) {
-	return create(path, h, true, before, first)
+// lease.Options.SyncLater); its failure fails the creation's sync. It
+// writes through fsys (nil: the real filesystem).
+func CreateSyncing(fsys durable.FS, path string, h Header, before func() error, first ...Entry) (*Writer, []Entry, error) {
+	return create(durable.Or(fsys), path, h, true, before, first)
 }
 
-func create(path string, h Header, background bool, before func() error, first []Entry) (*Writer, []Entry, error) {
+// create makes the transcript. Its header and first entries are written
+// before it gets its name (durable.CreateExclusive), so that a process
+// killed at any instant leaves no transcript or a whole one; a machine
+// that stops before the sync may still leave its name without its bytes,
+// which readers take as never started (ErrNotStarted). Directories it
+// makes are synced into their parents.
+func create(fsys durable.FS, path string, h Header, background bool, before func() error, first []Entry) (*Writer, []Entry, error) {
 	h, line, err := encodeHeader(h)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
@@ -81,19 +89,10 @@ func create(path string, h Header, background bool, before func() error, first [
 		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(fsys, dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create transcript: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create transcript: %w", err)
-	}
-	fail := func(err error) (*Writer, []Entry, error) {
-		f.Close()
-		os.Remove(path)
-		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
-	}
-	w := &Writer{f: f, path: path, header: h, lines: 1, size: int64(len(line))}
+	w := &Writer{fsys: fsys, path: path, header: h, lines: 1, size: int64(len(line))}
 	buf := append([]byte(nil), line...)
 	for i, l := range lines {
 		w.lines++
@@ -101,8 +100,15 @@ func create(path string, h Header, background bool, before func() error, first [
 		w.size += int64(len(l))
 		buf = append(buf, l...)
 	}
-	if _, err := f.Write(buf); err != nil {
-		return fail(err)
+	f, err := durable.CreateExclusive(fsys, path, buf, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create transcript: %w", err)
+	}
+	w.f = f
+	fail := func(err error) (*Writer, []Entry, error) {
+		f.Close()
+		fsys.Remove(path)
+		return nil, nil, fmt.Errorf("create transcript %s: %w", path, err)
 	}
 	if background {
 		w.syncing = make(chan struct{})
@@ -113,11 +119,11 @@ func create(path string, h Header, background bool, before func() error, first [
 					return
 				}
 			}
-			w.syncErr = syncCreated(f, dir)
+			w.syncErr = syncCreated(fsys, f, path)
 		}()
 		return w, entries, nil
 	}
-	if err := syncCreated(f, dir); err != nil {
+	if err := syncCreated(fsys, f, path); err != nil {
 		return fail(err)
 	}
 	return w, entries, nil
@@ -125,11 +131,11 @@ func create(path string, h Header, background bool, before func() error, first [
 
 // syncCreated makes a new file durable: its content, then its directory
 // entry.
-func syncCreated(f *os.File, dir string) error {
-	if err := fsync(f); err != nil {
+func syncCreated(fsys durable.FS, f durable.File, path string) error {
+	if err := fsync(f, path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(fsys, filepath.Dir(path))
 }
 
 // awaitCreation waits for a creation's background sync, if one is pending,
@@ -159,7 +165,7 @@ func OpenWriter(path string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open transcript for append: %w", err)
 	}
-	f, fi, err := openRegular(path, os.O_RDWR|os.O_APPEND)
+	f, fi, err := openForWrite(durable.OS, path, os.O_RDWR|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript for append: %w", err)
 	}
@@ -172,12 +178,12 @@ func OpenWriter(path string) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("open transcript for append: %s ends in a partial line; repair its tail before appending", path)
 	}
-	return &Writer{f: f, path: path, header: h, lines: lines, size: fi.Size()}, nil
+	return &Writer{fsys: durable.OS, f: f, path: path, header: h, lines: lines, size: fi.Size()}, nil
 }
 
 // countLines counts the "\n" bytes of f's first size bytes and returns the
 // last byte.
-func countLines(f *os.File, size int64) (int, byte, error) {
+func countLines(f io.ReaderAt, size int64) (int, byte, error) {
 	buf := make([]byte, 256<<10)
 	lines := 0
 	var last byte
@@ -284,7 +290,7 @@ func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
 		w.size += int64(len(l))
 	}
 	if sync {
-		if err := fsync(w.f); err != nil {
+		if err := fsync(w.f, w.path); err != nil {
 			w.err = fmt.Errorf("an earlier fsync failed: %w", err)
 			return nil, fmt.Errorf("fsync %s: %w", w.path, err)
 		}
@@ -339,6 +345,31 @@ func prepareEntries(entries []Entry) ([]Entry, [][]byte, error) {
 	return out, lines, nil
 }
 
+// Sync makes durable what was written since the last durable point, if
+// anything: the caller's own durable point, such as an assistant message
+// whose task call another process is about to act on. It waits for a
+// creation's background sync first. Safe for concurrent use: a second
+// caller finds nothing left to sync.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.awaitCreation(); err != nil {
+		return fmt.Errorf("sync %s: %w", w.path, err)
+	}
+	if w.err != nil {
+		return fmt.Errorf("sync %s: %w", w.path, w.err)
+	}
+	if !w.dirty {
+		return nil
+	}
+	if err := fsync(w.f, w.path); err != nil {
+		w.err = fmt.Errorf("an earlier fsync failed: %w", err)
+		return fmt.Errorf("fsync %s: %w", w.path, err)
+	}
+	w.dirty = false
+	return nil
+}
+
 // Close fsyncs what was written since the last durable point, if
 // anything, and closes the file. Appending after Close fails.
 func (w *Writer) Close() error {
@@ -349,7 +380,7 @@ func (w *Writer) Close() error {
 	}
 	serr := w.awaitCreation()
 	if w.dirty && serr == nil {
-		serr = fsync(w.f)
+		serr = fsync(w.f, w.path)
 	}
 	cerr := w.f.Close()
 	w.f = nil

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/lease"
@@ -92,12 +93,21 @@ type attempt struct {
 	acked   chan struct{}
 	ackOnce sync.Once
 	redact  *redaction
+
+	// fsys is what the transcript and the lease are written through: the
+	// real filesystem, or a crashing one in tests.
+	fsys durable.FS
+	// transcript is the attempt's writer once it is open; a task request
+	// is sent only once the message that holds its call is durable.
+	transcript atomic.Pointer[session.Writer]
+	// syncDirs syncs the directories made for a new transcript.
+	syncDirs func() error
 }
 
 // newAttempt prepares the attempt of sp on stream; its log lines have the
 // attempt's secrets redacted.
 func newAttempt(sp ipc.AttemptSpec, stream hostConn, log *slog.Logger) *attempt {
-	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{})}
+	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{}), fsys: durable.OS}
 	if sp.Budget > 0 {
 		a.budget = &treeBudget{remaining: sp.BudgetRemaining}
 	}
@@ -222,6 +232,15 @@ func toolResult(ans ipc.TaskAnswer) tools.Result {
 // waits for its answer; when ctx ends first, the answer says the call was
 // interrupted.
 func (a *attempt) request(ctx context.Context, op, callID string, args json.RawMessage) ipc.TaskAnswer {
+	if w := a.transcript.Load(); op == ipc.OpTask && w != nil {
+		// Durable before visible: the child this request starts writes
+		// its own transcript at once, so the call that started it must
+		// survive a crash of the machine first, or the child would be an
+		// orphan that a continued session never answers for.
+		if err := w.Sync(); err != nil {
+			return ipc.TaskAnswer{Content: fmt.Sprintf("ink: the task call was not started: its message could not be made durable (%v); check the disk holding INK_HOME", err), IsError: true}
+		}
+	}
 	corr := fmt.Sprintf("%s-%d", a.spec.AttemptID, a.nextCorr.Add(1))
 	ch := make(chan ipc.TaskAnswer, 1)
 	a.pendingMu.Lock()
@@ -271,9 +290,13 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	prep := a.prepare()
 	defer prep.release()
 
-	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
+	// The directories a new child needs are synced into their parents in
+	// the background, with its transcript (openTranscript).
+	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
+	if err != nil {
 		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
+	a.syncDirs = syncDirs
 	heartbeat := sp.HeartbeatInterval
 	if heartbeat <= 0 {
 		heartbeat = lease.DefaultHeartbeat
@@ -283,7 +306,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	// record first and then that directory: the record becomes durable
 	// with the transcript, before anything else is written under it.
 	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
-		lease.Options{Heartbeat: heartbeat, SyncLater: sp.Create != nil})
+		lease.Options{Heartbeat: heartbeat, SyncLater: sp.Create != nil, FS: a.fsys})
 	if err != nil {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
@@ -328,6 +351,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		return *refused
 	}
 	defer w.Close()
+	a.transcript.Store(w)
 	a.event(event.Message{Message: prompt})
 
 	pool, provider, err := prep.take()
@@ -493,7 +517,16 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	if sp.Create != nil {
 		// The model request needs nothing on disk: the creation's sync
 		// runs beside it, and the next entry waits for it.
-		w, written, err := session.CreateSyncing(sp.Transcript, *sp.Create, l.SyncRecord, first...)
+		before := l.SyncRecord
+		if a.syncDirs != nil {
+			before = func() error {
+				if err := a.syncDirs(); err != nil {
+					return err
+				}
+				return l.SyncRecord()
+			}
+		}
+		w, written, err := session.CreateSyncing(a.fsys, sp.Transcript, *sp.Create, before, first...)
 		if err != nil {
 			return refuse("create transcript: %v", err)
 		}
@@ -525,11 +558,11 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
 	}
 	if tr.Torn != nil {
-		if _, err := tr.RepairTail(); err != nil {
+		if _, err := tr.RepairTail(a.fsys); err != nil {
 			return refuse("repair %s: %v", sp.Transcript, err)
 		}
 	}
-	w, err := tr.OpenWriter()
+	w, err := tr.OpenWriter(a.fsys)
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -539,9 +572,18 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	}
 	inCallOrder(msgs, repairs)
 	a.reserved = tr.CallIDs()
-	a.lifetime = tr.Lifetime().Started()
+	life := tr.Lifetime()
+	batch := make([]session.Entry, 0, len(repairs)+len(first)+1)
+	if lost, ok := tr.Unfinished(); ok && !lostHolderRuns(l, lost) {
+		// Its worker died without recording how the attempt ended — every
+		// process killed at once, or the machine stopped — and the lease
+		// this worker holds proves it gone: write the end it missed.
+		end := session.LostEnd(lost, lostReason(l, lost), life)
+		life = *end.Lifetime
+		batch = append(batch, session.Entry{Attempt: &end})
+	}
+	a.lifetime = life.Started()
 	view := tr.View()
-	batch := make([]session.Entry, 0, len(repairs)+len(first))
 	for i := range repairs {
 		batch = append(batch, session.Entry{Message: &repairs[i]})
 	}
@@ -557,6 +599,32 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
 	}
 	return w, view, nil
+}
+
+// lostHolderRuns reports whether the lease's previous holder, the lost
+// attempt's worker, still runs although this worker got the lock: its lock
+// file was replaced under it. It will find itself fenced; its attempt is
+// not lost, and no end is written for it.
+func lostHolderRuns(l *lease.Lease, lost session.AttemptEntry) bool {
+	if l == nil {
+		return false
+	}
+	p := l.Previous()
+	return p != nil && p.AttemptID == lost.AttemptID && p.Running()
+}
+
+// lostReason is the reason recorded for an attempt lost with its host:
+// "machine restarted" when the lease's previous holder was that attempt in
+// an earlier boot, else "host lost".
+func lostReason(l *lease.Lease, lost session.AttemptEntry) string {
+	if l != nil {
+		if p := l.Previous(); p != nil && p.AttemptID == lost.AttemptID {
+			if loss := (lease.Status{State: lease.Free, Meta: p}).Lost(); loss == lease.MachineRestarted {
+				return loss.String()
+			}
+		}
+	}
+	return ipc.HostLost
 }
 
 // danglingAnswers keeps the answers whose tool call is in msgs without a

@@ -31,6 +31,10 @@ type RemoveResult struct {
 	// Discarded lists the uncommitted files (`git status --porcelain`
 	// lines) deleted with the worktree (only with force).
 	Discarded []string `json:"discarded,omitempty"`
+	// BrokenBranch names the ink branch's ref when it was broken (empty
+	// or not a ref, as a crash of the machine leaves an unsynced ref) and
+	// was deleted, whether or not the worktree was removed.
+	BrokenBranch string `json:"brokenBranch,omitempty"`
 }
 
 // RemoveForce removes the worktree of info for `ink worktrees rm`, under
@@ -68,6 +72,13 @@ func RemoveForce(ctx context.Context, info Info, force bool) (RemoveResult, erro
 		if pid := lockPID(reg.lockReason); pid > 0 && pidAlive(pid) {
 			return res, fmt.Errorf("%w: %s is locked by running process %d (%s); stop it first", ErrInUse, rec.Path, pid, reg.lockReason)
 		}
+	}
+	// A broken ink branch holds nothing git can read, and breaks `git
+	// gc` while it exists: it goes first, whatever becomes of the rest.
+	if ref, err := removeBrokenBranch(ctx, lk, rec); err != nil {
+		return res, fmt.Errorf("remove worktree %s: %w", info.ChildID, err)
+	} else {
+		res.BrokenBranch = ref
 	}
 	// Commits the child made since the last sync come into the repository
 	// first, so that what a forced removal drops can still be recovered.

@@ -1,6 +1,8 @@
 package worktree
 
 import (
+	"github.com/inkdev/ink/durable"
+
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +66,7 @@ func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int,
 	if err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	if err := os.MkdirAll(worktreesDir(inkHome), 0o700); err != nil {
+	if err := durable.MkdirAll(durable.OS, worktreesDir(inkHome), 0o700); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	home, err := realpath(inkHome)
@@ -82,7 +84,7 @@ func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int,
 	if err := createStep(childID, "locked"); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
-	if err := os.MkdirAll(slugDir, 0o700); err != nil {
+	if err := durable.MkdirAll(durable.OS, slugDir, 0o700); err != nil {
 		return Record{}, fmt.Errorf("create worktree: %w", err)
 	}
 	removeTemps(slugDir, 0)
@@ -128,6 +130,14 @@ func CreateFor(ctx context.Context, repo Repo, inkHome, childID string, pid int,
 		return undo(err)
 	}
 	if err := addWorktree(ctx, lk, rec, lockReason(childID, pid)+creatingMark); err != nil {
+		return undo(err)
+	}
+	// The worktree's directory and its branch must survive a crash of the
+	// machine as its record does.
+	if err := durable.OS.SyncDir(slugDir); err != nil {
+		return undo(err)
+	}
+	if err := syncBranch(ctx, rec); err != nil {
 		return undo(err)
 	}
 	if err := createStep(childID, "added"); err != nil {

@@ -36,6 +36,9 @@ type PruneEntry struct {
 	Resumable bool `json:"resumable,omitempty"`
 	// Lost says what removing it cost: the child can no longer be resumed.
 	Lost string `json:"lost,omitempty"`
+	// BrokenBranch names the ink branch's ref when it was broken (a crash
+	// of the machine left it empty) and was deleted.
+	BrokenBranch string `json:"brokenBranch,omitempty"`
 }
 
 // PruneResult is what Prune did.
@@ -80,10 +83,19 @@ func Prune(ctx context.Context, inkHome string, opts PruneOptions) (PruneResult,
 			}
 		}
 		if keep {
+			if !(info.Locked && info.LockPIDAlive) {
+				if ref, err := RemoveBrokenBranch(ctx, info.Record); err != nil {
+					errs = append(errs, fmt.Errorf("prune %s: %w", info.ChildID, err))
+				} else {
+					e.BrokenBranch = ref
+				}
+			}
 			res.Kept = append(res.Kept, e)
 			continue
 		}
-		if _, err := RemoveForce(ctx, info, false); err != nil {
+		rm, err := RemoveForce(ctx, info, false)
+		e.BrokenBranch = rm.BrokenBranch
+		if err != nil {
 			var re *RemovalError
 			if errors.As(err, &re) {
 				errs = append(errs, fmt.Errorf("prune %s: %w", info.ChildID, err))

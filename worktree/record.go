@@ -1,6 +1,8 @@
 package worktree
 
 import (
+	"github.com/inkdev/ink/durable"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,28 +67,30 @@ func encodeRecord(rec Record) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// createRecord writes rec's record file, which must not exist yet, and
-// syncs it. It is written before git is asked for anything, so a worktree
-// ink made always has one.
+// createRecord writes rec's record file, which must not exist yet: whole
+// from its first instant (written aside, then linked into place) and
+// synced with its directory, so that neither a killed process nor a crash
+// of the machine leaves an empty one. It is written before git is asked
+// for anything, so a worktree ink made always has one.
 func createRecord(rec Record) error {
 	data, err := encodeRecord(rec)
 	if err != nil {
 		return fmt.Errorf("write worktree record: %w", err)
 	}
 	dst := recordPath(rec.Path)
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := durable.CreateExclusive(durable.OS, dst, data, 0o600)
 	if err != nil {
 		return fmt.Errorf("write worktree record: %w", err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write worktree record: %w", err)
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write worktree record: %w", err)
+	if err == nil {
+		err = durable.OS.SyncDir(filepath.Dir(dst))
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
+		_ = os.Remove(dst)
 		return fmt.Errorf("write worktree record: %w", err)
 	}
 	return nil
@@ -114,6 +118,9 @@ func replaceRecord(rec Record) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, recordPath(rec.Path))
+	}
+	if err == nil {
+		err = durable.OS.SyncDir(filepath.Dir(tmp))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)

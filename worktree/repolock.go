@@ -108,8 +108,19 @@ func (l *repoLock) run(ctx context.Context, dir string, args ...string) (string,
 	return l.call(gitCall{dir: dir, args: args}).exec(ctx)
 }
 
-// call prepares c to run under the lock.
+// call prepares c to run under the lock. Every git command ink runs to
+// write — the branch, the refs, the commits of a merge — runs here, with
+// durableGit.
 func (l *repoLock) call(c gitCall) gitCall {
 	c.lock = l
+	c.config = append(append([]string(nil), durableGit...), c.config...)
 	return c
 }
+
+// durableGit makes git sync the objects and refs (and index) it writes
+// before it publishes them (core.fsync, git 2.36 and later): git does not
+// by default, and a crash of the machine — even long after the child
+// ended — could then leave an empty ink/<id> ref that breaks `git gc`.
+// Older git ignores the keys; Create then syncs the branch it made itself
+// (syncBranch).
+var durableGit = []string{"core.fsync=committed,index", "core.fsyncMethod=fsync"}

@@ -347,9 +347,10 @@ func TestResumeRefusals(t *testing.T) {
 	}
 }
 
-// TestResumeNoRecord: ink and its child killed together leave neither a
-// parent TaskRecord nor an attempt end: the resume is refused with
-// no-record; a transcript with no message is refused with empty-transcript.
+// TestResumeNoRecord: a child whose supervisor and worker were killed
+// together, and whose lease record names a holder on another host, may
+// still run there: resume refuses it no-record and changes nothing. One
+// whose transcript holds only its header has nothing to continue.
 func TestResumeNoRecord(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -368,6 +369,12 @@ func TestResumeNoRecord(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); alive(childPid) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
+	list, _ := session.ListSessions(e.home, e.dir)
+	child := session.ChildPath(list[0].Path, id)
+	rec := `{"pid":4242,"host":"another-host","attemptId":"elsewhere","epoch":9}` + "\n"
+	if err := os.WriteFile(lease.MetaPath(child), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t, e.home, e.dir)
 	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
 	if code != 3 || !strings.Contains(stderr, "no-record: no settled record of this child") || !strings.HasSuffix(strings.TrimSpace(stderr), "Start a new task instead.") {
@@ -376,8 +383,6 @@ func TestResumeNoRecord(t *testing.T) {
 	sameTree(t, "no-record", before, snapshot(t, e.home, e.dir))
 
 	// Only the header survives: nothing to continue.
-	list, _ := session.ListSessions(e.home, e.dir)
-	child := session.ChildPath(list[0].Path, id)
 	data, _ := os.ReadFile(child)
 	if err := os.WriteFile(child, data[:bytes.IndexByte(data, '\n')+1], 0o600); err != nil {
 		t.Fatal(err)
@@ -388,6 +393,110 @@ func TestResumeNoRecord(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	sameTree(t, "empty-transcript", before, snapshot(t, e.home, e.dir))
+}
+
+// TestResumeAfterEveryProcessKilled: every process of an `ink task` —
+// supervisor, worker and the bash its child runs — SIGKILLed at once
+// mid-bash, as an OOM-killed cgroup or `docker kill` does, leaves a child
+// whose attempt never recorded its end. Its lease is free and its holder
+// gone, so `ink task --resume` continues it: the lost attempt's end is
+// recorded as interrupted / host lost, the bash call gets the
+// outcome-unknown result and is not run again, and the new attempt runs
+// under a larger epoch.
+func TestResumeAfterEveryProcessKilled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
+	script := e.write("s.yaml", `rules:
+  - when: {user: "go on"}
+    reply: {text: "resumed and finished"}
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo ran >> `+count+`; echo $$ > `+pidFile+`; sleep 300"}}]
+  - reply: {text: "the first attempt finished"}
+`)
+	p := e.start("task", "--json", "--model", "script:"+script, "run the slow command")
+	st := waitForEvent(t, p, "task.start")
+	id, workerPid := st["childId"].(string), int(st["pid"].(float64))
+	bashPid := waitBashPid(t, pidFile)
+	// At once: stopped first, so that none of them can act on another's
+	// death, then killed.
+	all := []int{p.cmd.Process.Pid, workerPid, bashPid}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	p.wait(t, time.Minute)
+	waitDead(t, all[1:])
+
+	list, _ := session.ListSessions(e.home, e.dir)
+	if len(list) != 1 {
+		t.Fatalf("%d shell sessions, want 1", len(list))
+	}
+	child := session.ChildPath(list[0].Path, id)
+	lost, err := session.Open(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstEpoch int64
+	for _, a := range lost.Attempts() {
+		if a.Phase == session.PhaseEnd {
+			t.Fatalf("the killed attempt recorded its end %+v; nothing was killed at once", a)
+		}
+		firstEpoch = a.Epoch
+	}
+
+	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
+	if code != 0 || !strings.HasPrefix(stdout, "resumed and finished\n") {
+		t.Fatalf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the recorded bash call ran again: count file %q", data)
+	}
+	tr, err := session.Open(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	var lastEpoch int64
+	for _, a := range tr.Attempts() {
+		phases = append(phases, a.Phase+":"+a.Status+":"+a.Reason)
+		lastEpoch = a.Epoch
+	}
+	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
+		t.Fatalf("attempt entries %s", got)
+	}
+	if lastEpoch <= firstEpoch {
+		t.Fatalf("the resume ran under epoch %d, not above the lost attempt's %d", lastEpoch, firstEpoch)
+	}
+	repaired := false
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			repaired = repaired || (r.ToolName == "bash" && r.IsError && strings.Contains(r.Content, "the outcome is unknown"))
+		}
+	}
+	if !repaired {
+		t.Fatal("the interrupted bash call was not answered as outcome unknown")
+	}
+}
+
+// waitBashPid waits for the pid a scripted bash call writes to pidFile, and
+// kills its process group when the test ends.
+func waitBashPid(t *testing.T, pidFile string) int {
+	t.Helper()
+	bashPid := 0
+	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
+		}
+	}
+	if bashPid == 0 {
+		t.Fatal("the bash call never started")
+	}
+	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	return bashPid
 }
 
 // TestResumeAfterSIGKILL: a child SIGKILLed during a slow bash call is
@@ -410,16 +519,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	p := e.start("task", "--json", "--model", "script:"+script, "run the slow command")
 	st := waitForEvent(t, p, "task.start")
 	id, childPid := st["childId"].(string), int(st["pid"].(float64))
-	bashPid := 0
-	for deadline := time.Now().Add(30 * time.Second); bashPid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if data, err := os.ReadFile(pidFile); err == nil {
-			fmt.Sscan(strings.TrimSpace(string(data)), &bashPid)
-		}
-	}
-	if bashPid == 0 {
-		t.Fatal("the bash call never started")
-	}
-	t.Cleanup(func() { syscall.Kill(-bashPid, syscall.SIGKILL) })
+	bashPid := waitBashPid(t, pidFile)
 	if err := syscall.Kill(childPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

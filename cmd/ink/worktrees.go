@@ -317,6 +317,9 @@ func newWorktreesRmCmd(g *globals) *cobra.Command {
 				return err
 			}
 			res, err := worktree.RemoveForce(cmd.Context(), info, force)
+			if res.BrokenBranch != "" && !g.json {
+				fmt.Println(brokenBranchNote(res.BrokenBranch))
+			}
 			if err != nil {
 				if errors.Is(err, worktree.ErrUnmergedWork) || errors.Is(err, worktree.ErrInUse) {
 					return &exitError{code: exitRefused, msg: err.Error()}
@@ -380,10 +383,21 @@ func writePruneResult(w io.Writer, res worktree.PruneResult) {
 		if e.Lost != "" {
 			fmt.Fprintf(w, "  lost: %s\n", e.Lost)
 		}
+		if e.BrokenBranch != "" {
+			fmt.Fprintf(w, "  %s\n", brokenBranchNote(e.BrokenBranch))
+		}
 	}
 	for _, e := range res.Kept {
 		fmt.Fprintf(w, "kept %s: %s\n", e.Path, e.Why)
+		if e.BrokenBranch != "" {
+			fmt.Fprintf(w, "  %s\n", brokenBranchNote(e.BrokenBranch))
+		}
 	}
+}
+
+// brokenBranchNote says that a broken ink branch ref was deleted.
+func brokenBranchNote(ref string) string {
+	return fmt.Sprintf("deleted the broken ref %s: a crash of the machine had left it empty, so it held nothing git could read, and it made `git gc` fail", ref)
 }
 
 // oneChildID accepts exactly one argument, the child id of a worktree.
