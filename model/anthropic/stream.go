@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -16,6 +15,8 @@ type block struct {
 	signature string
 	id, name  string
 	input     strings.Builder
+	argBytes  int64 // the bytes of arguments received
+	dropped   bool  // the arguments passed model.MaxToolArgBytes and were dropped
 	done      bool
 }
 
@@ -30,6 +31,10 @@ type accumulator struct {
 	stopReason  string
 	stopped     bool // message_stop arrived
 	contentSeen bool // a delta reached onDelta
+	// size counts the reply's text, thinking and arguments; past
+	// model.MaxReplyBytes, tooLarge is set and the stream must stop.
+	size     int64
+	tooLarge *model.ReplyTooLargeError
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -73,15 +78,32 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) {
 		d := ev.Delta
 		switch d.Type {
 		case "text_delta":
-			b.text.WriteString(d.Text)
-			a.emit(model.Delta{Type: "text", Text: d.Text})
+			if text := a.count(d.Text); text != "" {
+				b.text.WriteString(text)
+				a.emit(model.Delta{Type: "text", Text: text})
+			}
 		case "thinking_delta":
-			b.text.WriteString(d.Thinking)
-			a.emit(model.Delta{Type: "thinking", Text: d.Thinking})
+			if text := a.count(d.Thinking); text != "" {
+				b.text.WriteString(text)
+				a.emit(model.Delta{Type: "thinking", Text: text})
+			}
 		case "signature_delta":
 			b.signature += d.Signature
 		case "input_json_delta":
-			b.input.WriteString(d.PartialJSON)
+			a.size += int64(len(d.PartialJSON))
+			b.argBytes += int64(len(d.PartialJSON))
+			switch {
+			case a.size > model.MaxReplyBytes:
+				a.tooLarge = &model.ReplyTooLargeError{}
+				if b.dropped {
+					a.tooLarge.Dropped = b.name
+				}
+			case b.argBytes > model.MaxToolArgBytes:
+				b.dropped = true
+				b.input.Reset()
+			default:
+				b.input.WriteString(d.PartialJSON)
+			}
 		}
 	case "content_block_stop":
 		b := a.blocks[ev.Index]
@@ -116,24 +138,33 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) {
 	}
 }
 
+// count adds text to the reply's size and returns the part of it that
+// fits the reply bound; once the bound is passed, tooLarge is set.
+func (a *accumulator) count(text string) string {
+	room := model.MaxReplyBytes - a.size
+	a.size += int64(len(text))
+	if a.size > model.MaxReplyBytes {
+		a.tooLarge = &model.ReplyTooLargeError{}
+		return model.ClipText(text, int(max(room, 0)))
+	}
+	return text
+}
+
 func (a *accumulator) emit(d model.Delta) {
 	a.contentSeen = true
 	a.onDelta(d)
 }
 
 // toolCall returns the assembled call. Arguments that are not valid JSON
-// (which a complete tool_use block never has) are kept as a JSON string so
-// the transcript stays valid and the tool reports the problem.
+// (which a complete tool_use block never has) or that passed the
+// tool-argument bound make the call Invalid (model.ToolArgs,
+// model.DroppedArgs): the loop answers it without running it.
 func (b *block) toolCall() model.ToolCall {
-	raw := strings.TrimSpace(b.input.String())
-	if raw == "" {
-		raw = "{}"
+	args, invalid := model.ToolArgs(b.input.String())
+	if b.dropped {
+		args, invalid = model.DroppedArgs(b.argBytes)
 	}
-	args := json.RawMessage(raw)
-	if !json.Valid(args) {
-		args, _ = json.Marshal(raw)
-	}
-	return model.ToolCall{ID: b.id, Name: b.name, Args: args}
+	return model.ToolCall{ID: b.id, Name: b.name, Args: args, Invalid: invalid}
 }
 
 // message returns what has arrived so far. Tool calls whose block did not

@@ -15,6 +15,8 @@ import (
 type call struct {
 	id, name string
 	args     strings.Builder
+	argBytes int64 // the bytes of arguments received
+	dropped  bool  // the arguments passed model.MaxToolArgBytes and were dropped
 }
 
 // accumulator assembles a chat completion stream into an ink message. Tool
@@ -33,6 +35,10 @@ type accumulator struct {
 	finished    bool // a finish_reason arrived
 	usageSeen   bool
 	contentSeen bool
+	// size counts the reply's text, reasoning and arguments; past
+	// model.MaxReplyBytes, tooLarge is set and the stream must stop.
+	size     int64
+	tooLarge *model.ReplyTooLargeError
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -52,13 +58,13 @@ func (a *accumulator) add(ch sdk.ChatCompletionChunk) {
 			continue // ink asks for one choice
 		}
 		d := c.Delta
-		if r := reasoningText(d); r != "" {
+		if r := a.count(reasoningText(d)); r != "" {
 			a.reasoning.WriteString(r)
 			a.emit(model.Delta{Type: "thinking", Text: r})
 		}
-		if d.Content != "" {
-			a.text.WriteString(d.Content)
-			a.emit(model.Delta{Type: "text", Text: d.Content})
+		if text := a.count(d.Content); text != "" {
+			a.text.WriteString(text)
+			a.emit(model.Delta{Type: "text", Text: text})
 		}
 		for _, tc := range d.ToolCalls {
 			a.addCall(tc)
@@ -95,7 +101,33 @@ func (a *accumulator) addCall(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 	if tc.Function.Name != "" && cur.name == "" {
 		cur.name = tc.Function.Name
 	}
-	cur.args.WriteString(tc.Function.Arguments)
+	n := int64(len(tc.Function.Arguments))
+	a.size += n
+	cur.argBytes += n
+	switch {
+	case a.size > model.MaxReplyBytes:
+		a.tooLarge = &model.ReplyTooLargeError{}
+		if cur.dropped {
+			a.tooLarge.Dropped = cur.name
+		}
+	case cur.argBytes > model.MaxToolArgBytes:
+		cur.dropped = true
+		cur.args.Reset()
+	default:
+		cur.args.WriteString(tc.Function.Arguments)
+	}
+}
+
+// count adds text to the reply's size and returns the part of it that
+// fits the reply bound; once the bound is passed, tooLarge is set.
+func (a *accumulator) count(text string) string {
+	room := model.MaxReplyBytes - a.size
+	a.size += int64(len(text))
+	if a.size > model.MaxReplyBytes {
+		a.tooLarge = &model.ReplyTooLargeError{}
+		return model.ClipText(text, int(max(room, 0)))
+	}
+	return text
 }
 
 func (a *accumulator) emit(d model.Delta) {
@@ -163,19 +195,17 @@ func (a *accumulator) message() model.Message {
 		return m
 	}
 	for _, c := range a.calls {
-		raw := strings.TrimSpace(c.args.String())
-		if raw == "" {
-			raw = "{}"
-		}
-		args := json.RawMessage(raw)
-		if !json.Valid(args) {
-			// Keep the transcript valid JSON; the tool reports the problem.
-			args, _ = json.Marshal(raw)
+		// Arguments that are not valid JSON, or that passed the
+		// tool-argument bound, make the call Invalid: the loop answers it
+		// without running it.
+		args, invalid := model.ToolArgs(c.args.String())
+		if c.dropped {
+			args, invalid = model.DroppedArgs(c.argBytes)
 		}
 		if c.id == "" {
 			c.id = syntheticID()
 		}
-		m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: args})
+		m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: args, Invalid: invalid})
 	}
 	return m
 }
