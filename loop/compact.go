@@ -2,7 +2,9 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -23,8 +25,9 @@ const (
 	// tailPercent: the retained tail holds at most this share of the
 	// window, so that summary and tail leave room to work.
 	tailPercent = 30
-	// resultPercent: in the summary request, one tool result longer than
-	// this share of the window keeps only its start and end.
+	// resultPercent: in the summary request, one tool result, text or
+	// argument longer than this share of the window keeps only its start
+	// and end.
 	resultPercent = 10
 )
 
@@ -177,12 +180,13 @@ func (r *runner) compact(ctx context.Context, turn int, conv []model.Message, tr
 	return next, nil
 }
 
-// summarise asks the model for a summary of head. Tool results longer than
-// a tenth of the window keep only their start and end in the request. Only
+// summarise asks the model for a summary of head. Tool results, texts and
+// arguments longer than a tenth of the window keep only their start and end
+// in the request. Only
 // "retry" deltas are passed on: the summary is not the agent's answer.
 func (r *runner) summarise(ctx context.Context, turn int, head []model.Message, window int64) (string, model.Usage, error) {
 	// Three bytes to a token, as model.EstimateTokens counts them.
-	msgs := clipResults(head, int(window*resultPercent/100)*3)
+	msgs := clipForSummary(head, int(window*resultPercent/100)*3)
 	msgs = append(msgs, model.UserText(model.CompactionInstruction))
 	req := r.request(msgs, turn, true)
 	req.Compaction = true
@@ -244,29 +248,54 @@ func tailStart(conv []model.Message, budget int64) int {
 	return len(conv)
 }
 
-// clipResults returns msgs with every tool result longer than limit bytes
-// cut to its start and end, with a note of what was left out. msgs is not
-// changed.
-func clipResults(msgs []model.Message, limit int) []model.Message {
+// clipForSummary returns msgs with every piece longer than limit bytes —
+// a tool result, a text or thinking block, a call's arguments — cut to its
+// start and end with a note of what was left out (arguments, which must
+// stay JSON, become an object holding the note). A transcript line of tens
+// of megabytes (a reply from before ink bounded replies, a huge prompt)
+// then still fits the summary request. msgs is not changed.
+func clipForSummary(msgs []model.Message, limit int) []model.Message {
 	if limit <= 0 {
 		return append([]model.Message(nil), msgs...)
 	}
 	out := make([]model.Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = m
-		if len(m.Results) == 0 {
-			continue
-		}
-		results := append([]model.ToolResult(nil), m.Results...)
-		for j, res := range results {
-			if len(res.Content) > limit {
-				head, tail := validUTF8Prefix(res.Content, limit/2), validUTF8Suffix(res.Content, limit/2)
-				results[j].Content = head + fmt.Sprintf("\n[… %d bytes of this result left out of the summary request …]\n", len(res.Content)-len(head)-len(tail)) + tail
+		if slices.ContainsFunc(m.Results, func(r model.ToolResult) bool { return len(r.Content) > limit }) {
+			out[i].Results = slices.Clone(m.Results)
+			for j := range out[i].Results {
+				out[i].Results[j].Content = clipMiddle(out[i].Results[j].Content, limit, "result")
 			}
 		}
-		out[i].Results = results
+		if slices.ContainsFunc(m.Content, func(b model.Block) bool { return len(b.Text) > limit }) {
+			out[i].Content = slices.Clone(m.Content)
+			for j := range out[i].Content {
+				if b := &out[i].Content[j]; len(b.Text) > limit {
+					b.Text, b.Signature = clipMiddle(b.Text, limit, b.Type), ""
+				}
+			}
+		}
+		if slices.ContainsFunc(m.ToolCalls, func(c model.ToolCall) bool { return len(c.Args) > limit }) {
+			out[i].ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range out[i].ToolCalls {
+				if c := &out[i].ToolCalls[j]; len(c.Args) > limit {
+					note := fmt.Sprintf("[… %d bytes of arguments left out of the summary request …]", len(c.Args))
+					c.Args, _ = json.Marshal(map[string]string{"ink_note": note})
+				}
+			}
+		}
 	}
 	return out
+}
+
+// clipMiddle returns s when it fits limit, else its start and end with a
+// note naming what (a "result", "text" block…) was left out between them.
+func clipMiddle(s string, limit int, what string) string {
+	if len(s) <= limit {
+		return s
+	}
+	head, tail := validUTF8Prefix(s, limit/2), validUTF8Suffix(s, limit/2)
+	return head + fmt.Sprintf("\n[… %d bytes of this %s left out of the summary request …]\n", len(s)-len(head)-len(tail), what) + tail
 }
 
 // validUTF8Prefix returns at most n bytes from the start of s, cut on a
