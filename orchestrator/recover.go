@@ -147,7 +147,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	}
 	u := usageOf(end.Usage)
 	content, isErr := composeResult(resultInput{
-		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
+		Status: end.Status, Reason: end.Reason, Text: end.FinalText, TextLen: end.FinalTextLen, Turns: end.Turns, Usage: u,
 		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
 		Capped: end.Capped, Health: end.Health,
 	})

@@ -465,7 +465,7 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	err := w.AppendAttempt(session.AttemptEntry{
 		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
 		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
-		FinalTextLen: len(out.Text), FinalText: out.Text, Capped: out.Capped, Health: out.Health,
+		FinalTextLen: len(out.Text), FinalText: session.FinalTextTail(out.Text), Capped: out.Capped, Health: out.Health,
 		Lifetime: &life,
 	})
 	if err != nil {
