@@ -2,11 +2,8 @@ package loop
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/inkdev/ink/model"
 )
@@ -250,75 +247,14 @@ func tailStart(conv []model.Message, budget int64) int {
 
 // clipForSummary returns msgs with every piece longer than limit bytes —
 // a tool result, a text or thinking block, a call's arguments — cut to its
-// start and end with a note of what was left out (arguments, which must
-// stay JSON, become an object holding the note). A transcript line of tens
-// of megabytes (a reply from before ink bounded replies, a huge prompt)
-// then still fits the summary request. msgs is not changed.
+// start and end with a note of what was left out (model.ClipMessage). A
+// transcript line of tens of megabytes (a reply from before ink bounded
+// replies, a huge prompt) then still fits the summary request. msgs is not
+// changed.
 func clipForSummary(msgs []model.Message, limit int) []model.Message {
-	if limit <= 0 {
-		return append([]model.Message(nil), msgs...)
-	}
 	out := make([]model.Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = m
-		if slices.ContainsFunc(m.Results, func(r model.ToolResult) bool { return len(r.Content) > limit }) {
-			out[i].Results = slices.Clone(m.Results)
-			for j := range out[i].Results {
-				out[i].Results[j].Content = clipMiddle(out[i].Results[j].Content, limit, "result")
-			}
-		}
-		if slices.ContainsFunc(m.Content, func(b model.Block) bool { return len(b.Text) > limit }) {
-			out[i].Content = slices.Clone(m.Content)
-			for j := range out[i].Content {
-				if b := &out[i].Content[j]; len(b.Text) > limit {
-					b.Text, b.Signature = clipMiddle(b.Text, limit, b.Type), ""
-				}
-			}
-		}
-		if slices.ContainsFunc(m.ToolCalls, func(c model.ToolCall) bool { return len(c.Args) > limit }) {
-			out[i].ToolCalls = slices.Clone(m.ToolCalls)
-			for j := range out[i].ToolCalls {
-				if c := &out[i].ToolCalls[j]; len(c.Args) > limit {
-					note := fmt.Sprintf("[… %d bytes of arguments left out of the summary request …]", len(c.Args))
-					c.Args, _ = json.Marshal(map[string]string{"ink_note": note})
-				}
-			}
-		}
+		out[i] = model.ClipMessage(m, limit, "of the summary request")
 	}
 	return out
-}
-
-// clipMiddle returns s when it fits limit, else its start and end with a
-// note naming what (a "result", "text" block…) was left out between them.
-func clipMiddle(s string, limit int, what string) string {
-	if len(s) <= limit {
-		return s
-	}
-	head, tail := validUTF8Prefix(s, limit/2), validUTF8Suffix(s, limit/2)
-	return head + fmt.Sprintf("\n[… %d bytes of this %s left out of the summary request …]\n", len(s)-len(head)-len(tail), what) + tail
-}
-
-// validUTF8Prefix returns at most n bytes from the start of s, cut on a
-// character boundary.
-func validUTF8Prefix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// validUTF8Suffix returns at most n bytes from the end of s, cut on a
-// character boundary.
-func validUTF8Suffix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
 }
