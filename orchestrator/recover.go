@@ -129,7 +129,7 @@ func firstPrompt(path string) string {
 // attempt's answer is never passed off as this call's. It also returns
 // when that attempt started and ended (zero when it did not end).
 func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
-	ctr, err := session.Open(childPath)
+	ctr, err := session.OpenLean(childPath)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
 		if rec != nil {

@@ -556,6 +556,10 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	if len(repairs) > 0 {
 		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
 	}
+	for _, c := range tr.Clipped {
+		a.event(event.Warning{Text: fmt.Sprintf("transcript line %d is %s, over ink's resume line bound of %s: the model sees the start and end of each of its parts; the transcript keeps it whole",
+			c.Line, model.SizeString(c.Bytes), model.SizeString(session.MaxResumeLine))})
+	}
 	return w, view, nil
 }
 
