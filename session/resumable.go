@@ -188,7 +188,7 @@ func ReadForResume(path string) (*Resumable, error) {
 			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
-	if r.view, r.Clipped, err = seg.decode(f, path); err != nil {
+	if r.view, r.Clipped, err = seg.decode(f, path, lr.release()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -270,15 +270,14 @@ const decodeChunk = 4 << 20
 
 // decode reads the messages of the history from f, a few MiB at a time,
 // and builds the View, clipping the messages whose line passes
-// MaxResumeLine.
-func (s *historySegment) decode(f *os.File, path string) (*View, []ClippedLine, error) {
+// MaxResumeLine. buf, if not nil, is a buffer to reuse.
+func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []ClippedLine, error) {
 	var clipped []ClippedLine
 	v := &View{}
 	if s.summary != nil {
 		v.msgs = append(v.msgs, model.SummaryMessage(*s.summary))
 		v.ids = append(v.ids, "")
 	}
-	var buf []byte
 	for i := 0; i < len(s.msgs); {
 		// Read whole message lines from i on, up to a chunk (at least one).
 		start := s.msgs[i].offset
@@ -309,8 +308,8 @@ func (s *historySegment) decode(f *os.File, path string) (*View, []ClippedLine, 
 			v.msgs = append(v.msgs, msg)
 			v.ids = append(v.ids, e.ID)
 		}
-		if cap(buf) > decodeChunk {
-			buf = nil // a long line's buffer: let it go
+		if n > decodeChunk {
+			buf = nil // a long line's buffer, used: let it go
 		}
 	}
 	return v, clipped, nil
@@ -397,9 +396,10 @@ func (r *Resumable) OpenWriter() (*Writer, error) {
 
 // lineReader yields the lines of a reader with their offsets and numbers,
 // "\n" included. A line longer than its buffer is measured first and then
-// read whole, at its offset, into a buffer of its exact size, so a line of
-// tens of megabytes costs its size once; such a buffer is not kept past
-// the next call. A returned line is valid until the next call.
+// read whole, at its offset, into a buffer of its exact size (kept for
+// the next long line, or handed on by release), so a line of tens of
+// megabytes costs its size once. A returned line is valid until the next
+// call.
 type lineReader struct {
 	r       *bufio.Reader
 	ra      io.ReaderAt // the same bytes as r, by offset from r's start
@@ -416,10 +416,14 @@ func newLineReader(r io.Reader, ra io.ReaderAt) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, lineBuffer), ra: ra}
 }
 
+// release hands over the buffer of long lines, for the caller to reuse.
+func (l *lineReader) release() []byte {
+	b := l.scratch
+	l.scratch = nil
+	return b
+}
+
 func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {
-	if cap(l.scratch) > lineBuffer {
-		l.scratch = nil // a long line's buffer: let it go
-	}
 	frag, err := l.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		n := len(frag)
