@@ -181,6 +181,13 @@ func (r *reader) read(fields []field) {
 				}
 				p.Writable = appendUnique(p.Writable, filepath.Clean(dir))
 			}
+		case "network":
+			b, ok := boolValue(value)
+			if !ok {
+				r.fail(line, "network must be true or false; got %s (remove the line for ink's default: no network for bash unless ink runs with --network)", shown)
+				continue
+			}
+			p.Network = &b
 		case "isolation":
 			if s, _ := value.(string); strings.TrimSpace(s) == "worktree" {
 				isolationWorktree = true
@@ -198,7 +205,7 @@ func (r *reader) read(fields []field) {
 			}
 			p.UnknownFields = append(p.UnknownFields, f.key)
 			p.Notes = append(p.Notes, fmt.Sprintf("field %q is not a field ink or Claude Code knows; ignored", f.key))
-			r.warn(line, "unknown field %q ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, maxTurns, contextWindow, sandbox, writable)", f.key)
+			r.warn(line, "unknown field %q ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, maxTurns, contextWindow, sandbox, writable, network)", f.key)
 		}
 	}
 	if !nameSeen {
@@ -229,6 +236,9 @@ func (r *reader) read(fields []field) {
 	}
 	if len(p.Writable) > 0 && p.Sandbox != "" && p.Sandbox != "workspace-write" {
 		p.Notes = append(p.Notes, fmt.Sprintf("writable: has no effect with sandbox: %s", p.Sandbox))
+	}
+	if p.Network != nil && p.Sandbox == "danger-full-access" {
+		p.Notes = append(p.Notes, "network: has no effect with sandbox: danger-full-access, which confines nothing")
 	}
 }
 

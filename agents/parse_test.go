@@ -227,6 +227,7 @@ func TestParseFields(t *testing.T) {
 		model     string
 		sandbox   string
 		writable  []string
+		network   *bool
 		notes     []string
 		wantError string
 	}{
@@ -269,6 +270,11 @@ func TestParseFields(t *testing.T) {
 		{name: "writable YAML list", fields: "writable:\n  - out\n  - ./dist/../dist", writable: []string{"out", "dist"}},
 		{name: "writable of a wrong type", fields: "writable: {a: b}", wantError: `x.md:4: writable must be a directory, a comma-separated list of directories or a YAML list of them; got "{a: b}"`},
 		{name: "writable under read-only", fields: "sandbox: read-only\nwritable: out", sandbox: "read-only", writable: []string{"out"}, notes: []string{"writable: has no effect with sandbox: read-only"}},
+		{name: "network true", fields: "network: true", network: boolPtr(true)},
+		{name: "network false", fields: "network: False", network: boolPtr(false)},
+		{name: "network not a bool", fields: "network: internet", wantError: `x.md:4: network must be true or false; got "internet" (remove the line for ink's default: no network for bash unless ink runs with --network)`},
+		{name: "network under danger-full-access", fields: "sandbox: danger-full-access\nnetwork: false", sandbox: "danger-full-access", network: boolPtr(false),
+			notes: []string{"network: has no effect with sandbox: danger-full-access, which confines nothing"}},
 		{name: "several bad fields are all counted", fields: "timeout: 0\nthinking: loud\nsandbox: x", wantError: `x.md:4: timeout must be a positive whole number of seconds (e.g. timeout: 600); got "0" (and 2 more problems; ` + "`ink agents check`" + ` lists them)`},
 	}
 	for _, tt := range tests {
@@ -299,6 +305,9 @@ func TestParseFields(t *testing.T) {
 			}
 			if p.Sandbox != tt.sandbox || !equalStrings(p.Writable, tt.writable) {
 				t.Errorf("sandbox %q writable %q, want %q %q", p.Sandbox, p.Writable, tt.sandbox, tt.writable)
+			}
+			if (p.Network == nil) != (tt.network == nil) || (p.Network != nil && *p.Network != *tt.network) {
+				t.Errorf("network %v, want %v", p.Network, tt.network)
 			}
 			if !equalStrings(p.Notes, tt.notes) {
 				t.Errorf("notes\n got: %q\nwant: %q", p.Notes, tt.notes)

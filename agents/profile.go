@@ -68,6 +68,14 @@ type Profile struct {
 	// relative ones absolute against LoadOptions.ProjectRoot and "~/"
 	// against LoadOptions.Home. nil when absent.
 	Writable []string
+	// Network is the `network:` field: whether bash may reach the
+	// network; nil when absent (the run's --network decides).
+	Network *bool
+	// Reloaded says the file (in this version) was loaded by a reload
+	// while the run was going, not when it started: written then, perhaps
+	// by an agent. Such a profile may set no sandbox field (sandbox:,
+	// writable:, network:). Load never sets it; Watch does.
+	Reloaded bool
 	// Body is the profile's prompt: everything after the frontmatter,
 	// trimmed, with LF line endings.
 	Body string

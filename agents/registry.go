@@ -64,7 +64,9 @@ func (r *Registry) Stop() {
 // directories included), and their parents, so that a directory created or
 // removed later is noticed, and reloads every profile after a change, once
 // changes have been quiet for about 100 ms. A file that fails to parse keeps
-// its last good version; a deleted file drops its profile. When opts.Trust
+// its last good version; a deleted file drops its profile. A profile whose
+// file was not there, or not as it is now, at the first load is marked
+// Reloaded: it was written while the run was going. When opts.Trust
 // is set and $INK_HOME/trust.json changes, the trust list is re-read; when
 // $INK_HOME/models.yaml changes, the model aliases are.
 //
@@ -114,6 +116,10 @@ type profileWatcher struct {
 	onWarn   func(string)
 	reg      *Registry
 	lastGood map[string]Profile
+	// initial is every profile file of the first load (its source and the
+	// sha256 of its bytes): a profile that is not in it, as it is now, was
+	// written during the run and is marked Reloaded.
+	initial  map[string]string
 	watched  map[string]bool // paths added to fs
 	treeDirs map[string]bool // profile directories and their subdirectories, as of the last load
 	warned   map[string]bool // warnings already given, by text
@@ -176,6 +182,14 @@ func (w *profileWatcher) reload(first bool) (newWatches bool) {
 		}
 	}
 	out := load(w.opts, w.lastGood)
+	if first {
+		w.initial = map[string]string{}
+		for src, p := range out.good {
+			w.initial[src] = p.RoleSHA256
+		}
+	} else {
+		w.markReloaded(out)
+	}
 	w.lastGood = out.good
 	w.reg.current.Store(out.set)
 	w.treeDirs = map[string]bool{}
@@ -224,6 +238,27 @@ func (w *profileWatcher) reload(first bool) (newWatches bool) {
 	}
 	w.warned = warned
 	return newWatches
+}
+
+// markReloaded marks the profiles of out whose file is not as the first
+// load read it (Profile.Reloaded).
+func (w *profileWatcher) markReloaded(out loaded) {
+	changed := func(p Profile) bool {
+		sha, ok := w.initial[p.Source]
+		return !ok || sha != p.RoleSHA256
+	}
+	for src, p := range out.good {
+		if changed(p) {
+			p.Reloaded = true
+			out.good[src] = p
+		}
+	}
+	for name, p := range out.set.byName {
+		if changed(p) {
+			p.Reloaded = true
+			out.set.byName[name] = p
+		}
+	}
 }
 
 // removeWatches removes every watch, so that closing the watcher finds

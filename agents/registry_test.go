@@ -328,3 +328,36 @@ func TestWatchStop(t *testing.T) {
 	}
 	reg.Stop()
 }
+
+// TestWatchMarksProfilesWrittenDuringTheRun: the profiles of the first
+// load are the ones the user started with; a file added or changed later
+// (an agent may have written it) is marked Reloaded, and one changed
+// back to its first content is not.
+func TestWatchMarksProfilesWrittenDuringTheRun(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	dir := filepath.Join(l.inkHome, "agents")
+	writeFile(t, filepath.Join(dir, "reviewer.md"), profileText("reviewer", "v1"))
+	reg, _ := startWatch(t, LoadOptions{Home: l.home, InkHome: l.inkHome})
+	reloaded := func(name string) bool {
+		p, ok := reg.Current().Get(name)
+		return ok && p.Reloaded
+	}
+	if p, ok := reg.Current().Get("reviewer"); !ok || p.Reloaded {
+		t.Fatalf("a profile of the first load is marked reloaded (or missing): %+v", p)
+	}
+	writeFile(t, filepath.Join(dir, "pwn.md"), "---\nname: pwn\ndescription: d\nsandbox: danger-full-access\nnetwork: true\n---\nbody\n")
+	eventually(t, "the new profile is loaded as reloaded", func() bool { return reloaded("pwn") })
+	if p, _ := reg.Current().Get("pwn"); p.Sandbox != "danger-full-access" || p.Network == nil || !*p.Network {
+		t.Errorf("pwn = sandbox %q, network %v", p.Sandbox, p.Network)
+	}
+	if reloaded("reviewer") {
+		t.Error("the untouched profile was marked reloaded")
+	}
+	writeFile(t, filepath.Join(dir, "reviewer.md"), profileText("reviewer", "v2"))
+	eventually(t, "the edited profile is marked reloaded", func() bool { return description(reg, "reviewer") == "v2" && reloaded("reviewer") })
+	writeFile(t, filepath.Join(dir, "reviewer.md"), profileText("reviewer", "v1"))
+	eventually(t, "the profile back at its first content is trusted again", func() bool {
+		return description(reg, "reviewer") == "v1" && !reloaded("reviewer")
+	})
+}

@@ -431,6 +431,10 @@ func (p Profile) clone() Profile {
 		w := *p.Worktree
 		p.Worktree = &w
 	}
+	if p.Network != nil {
+		n := *p.Network
+		p.Network = &n
+	}
 	if p.Extra != nil {
 		extra := make(map[string]any, len(p.Extra))
 		for k, v := range p.Extra {

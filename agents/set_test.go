@@ -289,7 +289,7 @@ func TestCheck(t *testing.T) {
 		filepath.Join(dir, "e.md") + `:1: missing required field "description": add a line "description: when to use this agent" to the frontmatter`,
 		filepath.Join(dir, "e.md") + ":3: timeout must be a positive whole number of seconds (e.g. timeout: 600); got \"0\"",
 		filepath.Join(dir, "e.md") + ":4: thinking must be one of off, minimal, low, medium, high, xhigh, max; got \"loud\"",
-		filepath.Join(dir, "e.md") + `:5: unknown field "modle" ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, maxTurns, contextWindow, sandbox, writable)`,
+		filepath.Join(dir, "e.md") + `:5: unknown field "modle" ignored (ink reads name, description, tools, disallowedTools, model, timeout, worktree, isolation, thinking, maxTurns, contextWindow, sandbox, writable, network)`,
 	}
 	warning := map[int]bool{0: true, 5: true}
 	if len(got) != len(want) {

@@ -127,7 +127,8 @@ type TaskQueued struct {
 }
 
 // TaskStart reports a child's worker process started (a new child or a
-// resumed one).
+// resumed one): Sandbox is the mode its bash runs under, and Network says
+// that bash may reach the network.
 type TaskStart struct {
 	ChildID    string `json:"childId"`
 	AgentName  string `json:"agentName"`
@@ -138,6 +139,7 @@ type TaskStart struct {
 	Pid        int    `json:"pid"`
 	Resumed    bool   `json:"resumed"`
 	Sandbox    string `json:"sandbox,omitempty"`
+	Network    bool   `json:"network,omitempty"`
 	Background bool   `json:"background,omitempty"`
 }
 

@@ -52,6 +52,15 @@ type AttemptSpec struct {
 	Sandbox         string   `json:"sandbox,omitempty"`
 	SandboxExplicit bool     `json:"sandboxExplicit,omitempty"`
 	Writable        []string `json:"writable,omitempty"`
+	// Network lets bash reach the network; NetworkExplicit says its cut
+	// was asked for by name. AllowGitWrites lets bash write the
+	// checkout's git directory but for config and hooks; Namespaces is how
+	// bash gets the mount namespace that keeps that git state read-only
+	// (sandbox.Namespaces; "" for none).
+	Network         bool   `json:"network,omitempty"`
+	NetworkExplicit bool   `json:"networkExplicit,omitempty"`
+	AllowGitWrites  bool   `json:"allowGitWrites,omitempty"`
+	Namespaces      string `json:"namespaces,omitempty"`
 
 	// MaxTurns caps the attempt's model turns (0: none); ContextWindow
 	// overrides the model's context window in tokens (0: the model's own).

@@ -195,3 +195,28 @@ func TestBreakRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeHeldByUnrecordedHolder: a lease locked by a process that has
+// not yet written its record, over a record naming a holder that is gone,
+// is held by nobody Probe can name, never by the dead process.
+func TestProbeHeldByUnrecordedHolder(t *testing.T) {
+	t.Parallel()
+	path := transcriptPath(t)
+	l := mustAcquire(t, path, Owner{AttemptID: "old"})
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	rewriteMeta(t, path, func(m *Meta) { m.Pid = dead.Process.Pid })
+	st, err := Probe(path)
+	if err != nil || st.State != Held || st.Meta != nil {
+		t.Fatalf("Probe of a lease held over a gone holder's record = %+v, %v (want held, no metadata)", st, err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Probe(path)
+	if err != nil || st.State != Free || st.Meta == nil || st.Meta.Pid != dead.Process.Pid {
+		t.Fatalf("Probe after release = %+v, %v (want free with the last record)", st, err)
+	}
+}

@@ -50,17 +50,33 @@ func ListenAddr(addr string, allowRemote bool) (string, error) {
 	return addr, nil
 }
 
+// HTTPConfig configures the streamable HTTP transport.
+type HTTPConfig struct {
+	// Token is the bearer token every request must carry (NewToken,
+	// ReadTokenFile); at least MinTokenLen characters.
+	Token string
+	// Idle ends a session without any request from its client for this
+	// long (0: never).
+	Idle time.Duration
+}
+
 // Handler serves the streamable HTTP transport: every MCP session over it
-// is one ink parent session. A session ends — its children stopped as host
-// lost — when the client deletes it, or after idle without any request
-// from its client (0: never).
-func (s *Server) Handler(ctx context.Context, idle time.Duration) http.Handler {
+// is one ink parent session. Only requests that carry cfg.Token and no
+// Origin header reach a session (see guard); the SDK's handler also
+// refuses, on a loopback listener, a Host that is not loopback (DNS
+// rebinding). A session ends — its children stopped as host lost — when
+// the client deletes it, or after cfg.Idle without any request from its
+// client. The reaper stops with ctx.
+func (s *Server) Handler(ctx context.Context, cfg HTTPConfig) (http.Handler, error) {
+	if len(cfg.Token) < MinTokenLen {
+		return nil, errNoToken
+	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{Logger: s.cfg.Logger})
-	w := &httpSessions{s: s, inner: h, idle: idle, seen: map[string]*activity{}}
-	if idle > 0 {
+	w := &httpSessions{s: s, inner: h, idle: cfg.Idle, seen: map[string]*activity{}}
+	if cfg.Idle > 0 {
 		go w.reap(ctx)
 	}
-	return w
+	return guard(cfg.Token, w), nil
 }
 
 // httpSessions watches the HTTP sessions' activity, so that a client that

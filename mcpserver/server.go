@@ -16,6 +16,16 @@
 // resumable, from the next MCP session (task with resume) or from the shell
 // (`ink task --resume ID`).
 //
+// # HTTP
+//
+// Over streamable HTTP (Server.Handler) a request reaches a session only
+// with the server's bearer token (generated per server with NewToken and
+// kept in TokenPath, or read by ReadTokenFile; checked by the SDK's
+// auth.RequireBearerToken) and without an Origin header (the transport
+// requires servers to validate Origin; MCP clients are programs and send
+// none). Anything else gets 401 or 403 before the SDK's handler sees it, so
+// it opens no session and writes nothing.
+//
 // # Tools
 //
 // task (one child, a batch of children run at once, or children started in

@@ -15,8 +15,8 @@ import (
 // certificates, and GOCOVERDIR (set only by `go test -cover`). It holds no
 // secret: no provider variable (the supervisor resolves each binding's
 // endpoint and hands the worker its own key inside the attempt spec), no
-// variable named like a key or token, no SSH agent socket and no git
-// configuration override. Nothing else leaks. README's Security section
+// variable named like a secret (secret.IsKeyName), no SSH agent socket and
+// no git configuration override. Nothing else leaks. README's Security section
 // lists these variables and why each is there.
 func workerEnv(environ []string) []string {
 	exact := map[string]bool{

@@ -88,11 +88,23 @@ type Config struct {
 	// children start.
 	Budget int64
 
-	// Sandbox is the bash sandbox mode the user asked for (--sandbox);
-	// empty means each agent's profile or default decides. Writable lists
-	// extra directories bash may write (--writable), absolute.
+	// Sandbox is the bash sandbox mode the user asked for (--sandbox):
+	// the ceiling of every agent, which a profile may narrow but never
+	// widen; empty means workspace-write as the ceiling, and each agent's
+	// profile or default decides within it. Writable lists extra
+	// directories bash may write (--writable), absolute: the only ones
+	// outside the project a profile may name too.
 	Sandbox  sandbox.Mode
 	Writable []string
+	// Network lets bash reach the network (--network); NetworkExplicit
+	// says --network was given, with either value (--network=false asks
+	// for the cut by name).
+	Network         bool
+	NetworkExplicit bool
+	// AllowGitWrites lets bash of agents working in the user's checkout
+	// write its git directory, but for config and hooks
+	// (--allow-git-writes).
+	AllowGitWrites bool
 
 	Profiles Profiles // nil = no profiles
 	Environ  []string // the host environment; the worker gets an allowlist of it
@@ -137,9 +149,17 @@ type Orchestrator struct {
 	redact *secret.Redactor
 
 	// landlock is what sandbox.Check said, once; sandboxWarned makes its
-	// warning a once-per-run affair.
+	// warning a once-per-run affair, and so do netWarned and gitWarned
+	// for the network's and the git directory's.
 	landlock      error
 	sandboxWarned sync.Once
+	netWarned     sync.Once
+	gitWarned     sync.Once
+	// network is what sandbox.CheckNetwork said, once.
+	network error
+	// namespaces finds, once, how bash gets the mount namespace that keeps
+	// the checkout's git state read-only (sandbox.ProbeNamespaces).
+	namespaces func() (sandbox.Namespaces, error)
 }
 
 // New checks cfg and returns an Orchestrator.
@@ -188,7 +208,18 @@ func New(cfg Config) (*Orchestrator, error) {
 	o := &Orchestrator{
 		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
+		network: sandbox.CheckNetwork(),
 	}
+	o.namespaces = sync.OnceValues(func() (sandbox.Namespaces, error) {
+		exe := cfg.Exe
+		if exe == "" {
+			var err error
+			if exe, err = os.Executable(); err != nil {
+				return sandbox.NoNamespaces, fmt.Errorf("find the ink binary: %w", err)
+			}
+		}
+		return sandbox.ProbeNamespaces(exe)
+	})
 	if starter, ok := launcher.(idleStarter); ok && cfg.WarmWorkers > 0 {
 		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, cfg.Logger)
 		o.launcher = o.pool

@@ -177,7 +177,11 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 
 	// Sandbox.
-	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof)
+	boxRoot := parent.root // a worktree child's git state is confined another way
+	if launch.Worktree != nil {
+		boxRoot = ""
+	}
+	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof, boxRoot)
 	if err != nil {
 		add("sandbox-drift", "%v", err)
 	} else if why := sandboxDrift(launch.Sandbox, box); why != "" {

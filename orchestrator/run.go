@@ -59,7 +59,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		Binding: o.cfg.Binding, System: system, Tools: tools, Cwd: o.cfg.Cwd, Root: o.cfg.Cwd,
 		Prompt: opts.Prompt, HeartbeatInterval: o.cfg.HeartbeatInterval,
 	}
-	box, err := o.sandboxFor("main", "", tools, nil)
+	box, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd)
 	if err != nil {
 		return RunResult{}, err
 	}

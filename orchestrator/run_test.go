@@ -15,6 +15,7 @@ import (
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
 )
 
@@ -208,8 +209,13 @@ func TestRunSpecCarriesOnlyItsOwnKey(t *testing.T) {
 		t.Errorf("credentials = %v, want only OPENAI_API_KEY", sp.Credentials)
 	}
 	raw, _ := json.Marshal(sp.Redact)
-	if len(sp.Redact) != 1 || sp.Redact[0].Name != "ANTHROPIC_API_KEY" || strings.Contains(string(raw), anthropic) {
-		t.Errorf("redact = %s, want one fingerprint of ANTHROPIC_API_KEY without its value", raw)
+	if len(sp.Redact) != len(secret.Forms(anthropic)) || strings.Contains(string(raw), anthropic) {
+		t.Errorf("redact = %s, want a fingerprint of each form of ANTHROPIC_API_KEY, without its value", raw)
+	}
+	for _, f := range sp.Redact {
+		if f.Name != "ANTHROPIC_API_KEY" {
+			t.Errorf("redact holds a fingerprint of %s, want only ANTHROPIC_API_KEY's", f.Name)
+		}
 	}
 }
 

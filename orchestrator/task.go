@@ -164,7 +164,11 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	}
 	plan.tools = pool
 	var err error
-	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile); err != nil {
+	boxRoot := parent.root // a worktree child's git state is confined another way
+	if plan.worktree {
+		boxRoot = ""
+	}
+	if plan.sandbox, err = o.sandboxFor(parent.label, parent.sessionID, pool, plan.profile, boxRoot); err != nil {
 		return plan, fmt.Sprintf("task: %v", err)
 	}
 	return plan, ""
@@ -301,7 +305,7 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 	taskStart := func(pid int) {
 		o.pub.emit(e.child.label, e.child.sessionID, event.TaskStart{
 			ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id,
-			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox,
+			Worktree: wtPath, AttemptID: e.spec.AttemptID, Pid: pid, Resumed: e.resumed, Sandbox: e.spec.Sandbox, Network: e.spec.Network,
 			Background: e.call.background,
 		})
 		e.child.track.running(pid)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Command is the hidden subcommand of the ink binary that applies a policy
@@ -36,9 +37,10 @@ type Launch struct {
 // exactly as for the program started directly, and everything the program
 // starts inherits the restriction. The policy travels on the command line,
 // never through a file. cmd's Path must be resolved (exec.Command does
-// that) and its Err nil; Stdout, Stderr, Dir, Env and SysProcAttr are kept
-// as set, before or after Wrap. Wrap adds one entry to cmd.ExtraFiles, so
-// set ExtraFiles before calling it, if at all.
+// that) and its Err nil; Stdout, Stderr, Dir and Env are kept as set,
+// before or after Wrap. Wrap adds one entry to cmd.ExtraFiles, and with
+// read-only paths sets the namespace flags of cmd.SysProcAttr, so set
+// ExtraFiles and SysProcAttr before calling it, if at all.
 //
 // After cmd.Start (whatever it returned) call Started; after the process
 // has exited, Failure says whether the policy could not be applied.
@@ -59,6 +61,15 @@ func Wrap(cmd *exec.Cmd, exe string, p Policy) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(p.ReadOnly) > 0 && p.Namespaces == NoNamespaces {
+		return nil, errors.New("sandbox policy: read-only paths need a private mount namespace, and this machine gives none")
+	}
+	var host string // the mount namespace the command must leave
+	if len(p.ReadOnly) > 0 {
+		if host, err = mountNamespaceID(); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: status pipe: %w", err)
@@ -69,6 +80,19 @@ func Wrap(cmd *exec.Cmd, exe string, p Policy) (*Launch, error) {
 	args := []string{exe, Command, "-mode", string(p.Mode), "-status-fd", strconv.Itoa(fd), "-path", cmd.Path}
 	for _, d := range dirs {
 		args = append(args, "-write", d)
+	}
+	if p.Network {
+		args = append(args, "-network")
+	}
+	if len(p.ReadOnly) > 0 {
+		args = append(args, "-host-mntns", host)
+		for _, ro := range p.ReadOnly {
+			args = append(args, "-ro", ro)
+		}
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		p.Namespaces.apply(cmd.SysProcAttr)
 	}
 	args = append(args, "--")
 	args = append(args, cmd.Args...)

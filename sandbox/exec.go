@@ -36,28 +36,57 @@ const sharedMemory = "/dev/shm"
 // config is the Landlock configuration the sandbox enforces: every file
 // system right up to ABI 5 (reading, writing, creating, removing, moving
 // and truncating files, ioctl on devices) and, from ABI 6, signals to
-// processes outside the sandbox. It leaves out on purpose: the network
-// (ABI 4 and 10) and connecting to Unix sockets by path (ABI 9), which are
-// not writes to the file system, and abstract Unix sockets. BestEffort
-// drops what an older kernel lacks; Main refuses kernels below MinABI
-// itself.
+// processes outside the sandbox. It leaves out on purpose connecting to
+// Unix sockets by path (ABI 9), which is not a write to the file system,
+// and abstract Unix sockets. BestEffort drops what an older kernel lacks;
+// Main refuses kernels below MinABI itself.
 var config = landlock.MustConfig(landlock.V5.HandledAccessFS, landlock.ScopedSet(llsys.ScopeSignal)).BestEffort()
 
+// offlineConfig is config that also handles every network right Landlock
+// has — TCP connect and bind (ABI 4), UDP (ABI 10) — and grants none, for
+// a command without the network.
+var offlineConfig = func() landlock.Config {
+	c := config
+	c.HandledAccessNet = landlock.V11.HandledAccessNet
+	return c
+}()
+
 // Main runs the hidden Command: args are the words after it on the command
-// line, as Wrap wrote them. It restricts the process with Landlock (read
+// line, as Wrap wrote them. It marks every inherited descriptor above 2
+// close-on-exec, mounts the read-only paths (in the private mount
+// namespace it was started in), restricts the process with Landlock (read
 // and execute everywhere; write only the given directories, the devices
-// and shared memory), sets no_new_privs, and executes the program in its
-// place, so Main returns only by exiting: with code 126, after reporting
-// why on the status pipe (or on stderr when there is none), when the
-// policy cannot be applied or the program cannot be started. It never runs
-// the program unconfined.
+// and shared memory; no TCP without the network), sets no_new_privs,
+// installs the seccomp filter (no sockets but Unix ones without the
+// network; no open_by_handle_at), and executes the program in its place,
+// so Main returns only by exiting: with code 126, after reporting why on
+// the status pipe (or on stderr when there is none), when the policy
+// cannot be applied or the program cannot be started. It never runs the
+// program unconfined.
 func Main(args []string) {
 	// The restriction is applied to this OS thread only, and this thread
 	// executes the program: it must not change threads in between.
 	runtime.LockOSThread()
+	CloseInherited()
 	req, err := parseArgs(args)
+	if err == nil && len(req.readOnly) > 0 {
+		err = mountReadOnly(req.readOnly, req.hostMntNS)
+	}
+	if req.probe {
+		if err == nil {
+			err = probeReadOnly(req.readOnly[0])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if err == nil {
-		err = restrict(req.writable)
+		err = restrict(req.writable, req.network)
+	}
+	if err == nil {
+		err = filterSyscalls(req.network)
 	}
 	msg := fmt.Sprintf("the %s sandbox could not be applied: %v", req.modeName(), err)
 	if err == nil {
@@ -74,11 +103,15 @@ func Main(args []string) {
 
 // request is one parsed command line of Main.
 type request struct {
-	mode     string
-	status   *os.File // the status pipe, or nil
-	path     string   // the program to execute
-	writable []string
-	argv     []string
+	mode      string
+	status    *os.File // the status pipe, or nil
+	path      string   // the program to execute
+	writable  []string
+	network   bool     // the program may reach the network
+	readOnly  []string // paths to mount read-only
+	hostMntNS string   // the mount namespace the mounts must not happen in
+	probe     bool     // only mount readOnly[0] and check it takes no write
+	argv      []string
 }
 
 func (r request) modeName() string {
@@ -103,6 +136,13 @@ func parseArgs(args []string) (request, error) {
 		req.writable = append(req.writable, s)
 		return nil
 	})
+	fs.BoolVar(&req.network, "network", false, "let the program reach the network")
+	fs.Func("ro", "a path to mount read-only (repeatable)", func(s string) error {
+		req.readOnly = append(req.readOnly, s)
+		return nil
+	})
+	fs.StringVar(&req.hostMntNS, "host-mntns", "", "the parent's mount namespace")
+	fs.BoolVar(&req.probe, "probe", false, "check that read-only mounts work, and exit")
 	err := fs.Parse(args)
 	if statusFD >= 0 {
 		if _, cerr := unix.FcntlInt(uintptr(statusFD), unix.F_SETFD, unix.FD_CLOEXEC); cerr == nil {
@@ -113,6 +153,12 @@ func parseArgs(args []string) (request, error) {
 		return req, fmt.Errorf("bad command line (%v); `ink %s` is started by ink itself", err, Command)
 	}
 	req.argv = fs.Args()
+	if req.probe {
+		if len(req.readOnly) != 1 {
+			return req, errors.New("-probe needs one -ro directory")
+		}
+		return req, nil
+	}
 	if len(req.argv) == 0 {
 		return req, fmt.Errorf("no program to run; usage: ink %s [-path PROGRAM] -write DIR [-write DIR]... -- PROGRAM ARGS...", Command)
 	}
@@ -139,7 +185,7 @@ func parseArgs(args []string) (request, error) {
 
 // restrict applies the policy to the calling thread, which must be locked
 // to its goroutine and must not run anything but the program afterwards.
-func restrict(writable []string) error {
+func restrict(writable []string, network bool) error {
 	if err := Check(); err != nil {
 		return err
 	}
@@ -158,7 +204,11 @@ func restrict(writable []string) error {
 		landlock.RWDirs(sharedMemory).IgnoreIfMissing(),
 		landlock.RWDirs(writable...).WithRefer(),
 	}
-	fd, flags, err := config.NewRulesetFD(rules...)
+	cfg := offlineConfig
+	if network {
+		cfg = config
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
 		return fmt.Errorf("Landlock rules: %w", err)
 	}

@@ -35,6 +35,20 @@ func (m Mode) String() string { return string(m) }
 // WorkspaceWrite.
 func (m Mode) Confined() bool { return m == ReadOnly || m == WorkspaceWrite }
 
+// Wider reports whether m lets commands do more than other: ReadOnly is
+// narrower than WorkspaceWrite, which is narrower than DangerFullAccess.
+// A value that is not a mode counts as wider than every mode, so that a
+// check built on Wider fails closed.
+func (m Mode) Wider(other Mode) bool { return m.rank() > other.rank() }
+
+// rank orders the modes from the most to the least confined.
+func (m Mode) rank() int {
+	if i := slices.Index(Modes(), m); i >= 0 {
+		return i
+	}
+	return len(Modes())
+}
+
 // ParseMode reads a mode name as a user types it (in a flag or a profile).
 // Surrounding spaces and letter case are forgiven; anything else that is
 // not a mode name is an error that lists the modes.

@@ -24,6 +24,17 @@ type Policy struct {
 	// user's --writable and the profile's writable: list), as
 	// CheckWritable returned them.
 	Writable []string
+	// Network lets the command reach the network. Without it, it may
+	// create no socket but a Unix one, and (Landlock ABI 4 and newer) may
+	// not connect or bind a TCP port.
+	Network bool
+	// ReadOnly are paths mounted read-only for the command, over anything
+	// writable (a checkout's git state: Checkout.Protect); they need
+	// Namespaces.
+	ReadOnly []string
+	// Namespaces is how the command gets the private mount namespace
+	// ReadOnly needs (ProbeNamespaces); unused without ReadOnly.
+	Namespaces Namespaces
 }
 
 // WritableDirs returns the directories p lets a command write, without

@@ -17,26 +17,43 @@ type Secret struct {
 // "true") would redact ordinary text and protect nothing.
 const MinLen = 8
 
-// keySuffixes mark a variable whose whole value is a secret.
-var keySuffixes = []string{"_API_KEY", "_AUTH_TOKEN", "_ACCESS_TOKEN", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD"}
+// awsSettings are the AWS_* variables that configure a tool rather than
+// hold a credential: redacting a region name from every text would only
+// mangle ordinary output.
+var awsSettings = map[string]bool{
+	"AWS_REGION": true, "AWS_DEFAULT_REGION": true, "AWS_PROFILE": true, "AWS_DEFAULT_PROFILE": true,
+	"AWS_DEFAULT_OUTPUT": true, "AWS_CONFIG_FILE": true, "AWS_SHARED_CREDENTIALS_FILE": true,
+	"AWS_CA_BUNDLE": true, "AWS_PAGER": true, "AWS_SDK_LOAD_CONFIG": true,
+}
 
 // urlSecretParams are query parameters that carry a credential.
 var urlSecretParams = []string{"key", "api-key", "api_key", "apikey", "token", "access_token", "auth"}
 
 // IsKeyName reports whether an environment variable of this name holds a
-// key, token or password as its whole value.
+// key, token, password or credential as its whole value. Case does not
+// matter, and a word may also begin the name (TOKEN, SECRET_KEY):
+//
+//   - *_KEY (ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, *_ACCESS_KEY);
+//   - *_SECRET* and *_TOKEN* (CLIENT_SECRET, GITHUB_TOKEN, *_TOKEN_ID);
+//   - *PASSWORD* and *PASSWD* (PGPASSWORD, DB_PASSWORD_PROD);
+//   - *_CREDENTIALS (GOOGLE_APPLICATION_CREDENTIALS);
+//   - AWS_*, except the settings that name a region, a profile, an output
+//     format, a pager or a file (AWS_REGION, AWS_PROFILE, AWS_CONFIG_FILE, …).
 func IsKeyName(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, s := range keySuffixes {
-		if strings.HasSuffix(upper, s) {
-			return true
-		}
+	u := "_" + strings.ToUpper(name)
+	switch {
+	case strings.HasSuffix(u, "_KEY"), strings.HasSuffix(u, "_CREDENTIALS"),
+		strings.Contains(u, "_SECRET"), strings.Contains(u, "_TOKEN"),
+		strings.Contains(u, "PASSWORD"), strings.Contains(u, "PASSWD"):
+		return true
+	case strings.HasPrefix(u, "_AWS_"):
+		return !awsSettings[u[1:]]
 	}
 	return false
 }
 
 // FromEnviron returns the secrets configured in environ ("KEY=value"
-// entries): the value of every variable named like a key (see IsKeyName),
+// entries): the value of every variable named like a secret (see IsKeyName),
 // and the password, token-like user name or credential query parameter of
 // every variable whose value is a URL. Values shorter than MinLen are left
 // out. The result is sorted by name and holds each value once.

@@ -53,7 +53,7 @@ func TestRedactByValueAndFingerprint(t *testing.T) {
 		{"own key", "key=sk-proj-abcdefghijklmnop.", "key=[redacted:OPENAI_API_KEY].", []string{"OPENAI_API_KEY"}},
 		{"other key twice", "A=sk-ant-0123456789abcdef\nB=sk-ant-0123456789abcdef", "A=[redacted:ANTHROPIC_API_KEY]\nB=[redacted:ANTHROPIC_API_KEY]", []string{"ANTHROPIC_API_KEY"}},
 		{"near miss", "sk-ant-0123456789abcdeX", "sk-ant-0123456789abcdeX", nil},
-		{"both", "sk-ant-0123456789abcdef sk-proj-abcdefghijklmnop", "[redacted:ANTHROPIC_API_KEY] [redacted:OPENAI_API_KEY]", []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}},
+		{"both", "sk-ant-0123456789abcdef sk-proj-abcdefghijklmnop", "[redacted:ANTHROPIC_API_KEY] [redacted:OPENAI_API_KEY]", []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}},
 		{"prefix at end", "tail sk-a", "tail sk-a", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,10 +41,16 @@ type LaunchRecord struct {
 }
 
 // SandboxRef records the bash sandbox a child was launched under: the mode
-// asked for (or defaulted to) and the extra directories it may write.
+// asked for (or defaulted to), the extra directories it may write, whether
+// it was granted the network, and whether it may write the checkout's git
+// directory (--allow-git-writes).
 type SandboxRef struct {
 	Mode     string   `json:"mode"`
 	Writable []string `json:"writable,omitempty"`
+	// Network is nil in records written before bash could be cut off the
+	// network.
+	Network   *bool `json:"network,omitempty"`
+	GitWrites bool  `json:"gitWrites,omitempty"`
 }
 
 // AgentRef names the profile a child was launched with.

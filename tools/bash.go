@@ -19,6 +19,7 @@ import (
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/sandbox"
+	"github.com/inkdev/ink/secret"
 )
 
 // bashTool is the `bash` tool: it runs a shell command in the working
@@ -73,8 +74,18 @@ func (t *bashTool) sandboxNote() string {
 		return ""
 	}
 	where = append(where, "$TMPDIR (a fresh directory for each call, removed afterwards)")
-	return fmt.Sprintf("Commands run in the %s sandbox: they may read any file but write only under %s; any other write fails with \"Permission denied\", and retrying will not help. ",
+	note := fmt.Sprintf("Commands run in the %s sandbox: they may read any file but write only under %s; any other write fails with \"Permission denied\", and retrying will not help. ",
 		t.env.sandbox.Effective, strings.Join(where, ", "))
+	switch {
+	case len(t.env.protect.ReadOnly) > 0 && len(t.env.protect.Writable) > 0:
+		note += "The repository's git directory is writable (commits work), but its config and hooks are read-only. "
+	case len(t.env.protect.ReadOnly) > 0:
+		note += "The repository's git directory is read-only (\"Read-only file system\"): git status, diff and log work, git add, commit and config do not. "
+	}
+	if !t.env.network.Allowed {
+		note += "There is no network: connections fail with \"Operation not permitted\" or \"Permission denied\"; do not retry them. "
+	}
+	return note
 }
 
 type bashArgs struct {
@@ -110,6 +121,7 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	if cmd.Err != nil {
 		return errorResult("bash: could not start bash: %v", cmd.Err)
 	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var launch *sandbox.Launch
 	if t.env.sandbox.Effective.Confined() {
 		t.sweep.Do(sweepTempDirs)
@@ -129,7 +141,6 @@ func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
 	}
 	cmd.Stdout = w
 	cmd.Stderr = w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	if launch != nil {
 		launch.Started()
@@ -220,11 +231,15 @@ func (t *bashTool) sandboxed(cmd *exec.Cmd, tmp string) (*sandbox.Launch, error)
 	if t.env.SandboxExe == "" {
 		return nil, errors.New("the ink binary that applies it is not known (tools Env.SandboxExe is empty)")
 	}
+	writable := append(slices.Clip(t.env.Writable), t.env.gitDirs...)
 	return sandbox.Wrap(cmd, t.env.SandboxExe, sandbox.Policy{
-		Mode:     t.env.sandbox.Effective,
-		TempDir:  tmp,
-		Root:     t.env.Root,
-		Writable: append(slices.Clip(t.env.Writable), t.env.gitDirs...),
+		Mode:       t.env.sandbox.Effective,
+		TempDir:    tmp,
+		Root:       t.env.Root,
+		Writable:   append(writable, t.env.protect.Writable...),
+		Network:    t.env.network.Allowed,
+		ReadOnly:   t.env.protect.ReadOnly,
+		Namespaces: t.env.Namespaces,
 	})
 }
 
@@ -270,13 +285,13 @@ func seconds(d time.Duration) string {
 }
 
 // commandEnv is the environment of a bash command: the worker's own (already
-// an allowlist) minus model credentials, which belong to the worker's
-// provider and not to commands a model chooses to run.
+// an allowlist) minus every variable named like a secret (secret.IsKeyName),
+// which belongs to the worker and not to commands a model chooses to run.
 func commandEnv(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_AUTH_TOKEN") {
+		if secret.IsKeyName(k) {
 			continue
 		}
 		out = append(out, kv)

@@ -31,6 +31,33 @@ func BenchmarkBashTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkBashTrueInCheckout is BenchmarkBashTrue under workspace-write
+// in a git checkout, in each kind of mount namespace this machine gives:
+// it adds the namespace and the read-only mount of the git directory.
+func BenchmarkBashTrueInCheckout(b *testing.B) {
+	kinds := []sandbox.Namespaces{sandbox.UserNamespace}
+	if os.Geteuid() == 0 {
+		kinds = append(kinds, sandbox.MountNamespace)
+	}
+	for _, ns := range kinds {
+		b.Run(string(ns), func(b *testing.B) {
+			root := b.TempDir()
+			if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
+				b.Fatalf("git init: %v\n%s", err, out)
+			}
+			pool := builtins(b, Env{Root: root, LockDir: filepath.Join(b.TempDir(), "locks"),
+				Sandbox: sandbox.WorkspaceWrite, SandboxExplicit: true, SandboxExe: testExe, Namespaces: ns})
+			bash, _ := Select(pool, []string{"bash"})
+			args := json.RawMessage(`{"command":"true"}`)
+			for b.Loop() {
+				if r := bash[0].Run(context.Background(), args); r.IsError {
+					b.Fatal(r.Content)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkExecBashTrue is the floor for BenchmarkBashTrue: a bare
 // exec.Command("bash", "-c", "true").Run().
 func BenchmarkExecBashTrue(b *testing.B) {

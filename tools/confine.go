@@ -279,3 +279,20 @@ func (e *Env) display(real string) string {
 	}
 	return real
 }
+
+// resolveForWrite is resolve for a tool that writes: it also refuses a
+// path in the checkout's protected git state (Env.protectedPaths), which
+// bash may not write either, so that a file tool cannot plant what the
+// sandbox keeps out (a hook, core.fsmonitor in the config).
+func (e *Env) resolveForWrite(arg string) (target, error) {
+	t, err := e.resolve(arg)
+	if err != nil {
+		return t, err
+	}
+	for _, p := range e.protectedPaths {
+		if within(p, t.real) {
+			return target{}, fmt.Errorf("path %q lies in %s, the repository's git state, which agents may not write", arg, p)
+		}
+	}
+	return t, nil
+}

@@ -66,7 +66,7 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("edit: oldText and newText are identical; nothing would change")
 	}
 	env := t.env
-	tg, err := env.resolve(a.Path)
+	tg, err := env.resolveForWrite(a.Path)
 	if err != nil {
 		return errorResult("edit: %v", err)
 	}

@@ -81,6 +81,25 @@ type Env struct {
 	// sandbox (the worker's os.Executable()): an absolute path, needed
 	// whenever bash runs confined; without it such a bash call fails.
 	SandboxExe string
+	// Network lets bash reach the network in a confined mode (--network,
+	// a profile's network: true). Without it, where the kernel cannot cut
+	// the network, bash reaches it anyway, unless NetworkExplicit says the
+	// cut was asked for by name: then Builtins fails with a message that
+	// says why.
+	Network         bool
+	NetworkExplicit bool
+	// AllowGitWrites (--allow-git-writes) lets bash under workspace-write
+	// write the git directory of the checkout Root lies in, except what
+	// makes git run programs (its config, hooks and submodules' git
+	// directories); without it that git state is read-only. It does not
+	// apply to a worktree child's root.
+	AllowGitWrites bool
+	// Namespaces is how bash gets the private mount namespace in which the
+	// checkout's git state is mounted read-only (sandbox.ProbeNamespaces,
+	// asked once by the supervisor). Without one that git state stays
+	// writable by bash under workspace-write (the supervisor warned, or
+	// refused an explicit mode).
+	Namespaces sandbox.Namespaces
 
 	// dir is the open root every file tool goes through (Builtins opens
 	// it); locks finds and remembers the lock directory (Builtins makes
@@ -100,13 +119,24 @@ type Env struct {
 	testNoSync bool
 	testHook   func(point string)
 
-	// sandbox is how bash really runs, settled by normalize.
+	// sandbox is how bash really runs, settled by normalize, and network
+	// whether it reaches the network.
 	sandbox sandbox.Decision
+	network sandbox.NetworkDecision
+	// protect keeps bash off the git state of the checkout Root lies in
+	// (not a worktree child's); found once, before any command runs. The
+	// file tools refuse to write its paths too (protectedPaths).
+	protect sandbox.Protection
+	// protectedPaths are the paths edit and write refuse: protect's
+	// read-only paths, whether or not bash can have them mounted.
+	protectedPaths []string
 	// gitDirs are the git state of a worktree Root, writable by bash
 	// under workspace-write; found once, before any command runs.
 	gitDirs []string
-	// testLandlock, when set, stands in for sandbox.Check in normalize.
+	// testLandlock and testNetwork, when set, stand in for sandbox.Check
+	// and sandbox.CheckNetwork in normalize.
 	testLandlock func() error
+	testNetwork  func() error
 }
 
 // Points at which Env.testHook runs.
@@ -219,8 +249,34 @@ func (e Env) normalizeSandbox() (Env, error) {
 		writable = append(writable, real)
 	}
 	e.Writable = writable
+	checkNet := sandbox.CheckNetwork
+	if e.testNetwork != nil {
+		checkNet = e.testNetwork
+	}
+	var netAvailable error
+	if d.Effective.Confined() && !e.Network {
+		netAvailable = checkNet()
+	}
+	if e.network, err = sandbox.DecideNetwork(d, e.Network, e.NetworkExplicit, netAvailable); err != nil {
+		return e, fmt.Errorf("tools env: %w", err)
+	}
 	if d.Effective == sandbox.WorkspaceWrite {
 		e.gitDirs = sandbox.WorktreeGitDirs(e.Root)
+	}
+	if d.Effective.Confined() {
+		if co, ok := sandbox.AgentCheckout(e.Root); ok {
+			p, err := co.Protect(e.AllowGitWrites && d.Effective == sandbox.WorkspaceWrite)
+			if err != nil {
+				return e, fmt.Errorf("tools env: %w", err)
+			}
+			e.protectedPaths = p.ReadOnly
+			if d.Effective == sandbox.WorkspaceWrite {
+				if e.Namespaces == sandbox.NoNamespaces {
+					p.ReadOnly = nil
+				}
+				e.protect = p
+			}
+		}
 	}
 	return e, nil
 }

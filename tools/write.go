@@ -59,7 +59,7 @@ func (t *writeTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult(`write: content is required: give the file's complete content ("" for an empty file)`)
 	}
 	env := t.env
-	tg, err := env.resolve(a.Path)
+	tg, err := env.resolveForWrite(a.Path)
 	if err != nil {
 		return errorResult("write: %v", err)
 	}

@@ -683,7 +683,9 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 		}
 	}
 	all, closer, err := tools.Builtins(tools.Env{Root: sp.Root, Cwd: sp.Cwd,
-		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable, SandboxExe: exe})
+		Sandbox: mode, SandboxExplicit: sp.SandboxExplicit, Writable: sp.Writable, SandboxExe: exe,
+		Network: sp.Network, NetworkExplicit: sp.NetworkExplicit, AllowGitWrites: sp.AllowGitWrites,
+		Namespaces: sandbox.Namespaces(sp.Namespaces)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: %w", err)
 	}

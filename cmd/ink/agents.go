@@ -15,6 +15,7 @@ import (
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/sandbox"
 )
 
 // profileOptions says where the profiles of the current project are: the
@@ -85,6 +86,9 @@ func profileJSON(p agents.Profile) map[string]any {
 	if p.Writable != nil {
 		m["writable"] = p.Writable
 	}
+	if p.Network != nil {
+		m["network"] = *p.Network
+	}
 	if len(p.UnknownFields) > 0 {
 		m["unknownFields"] = p.UnknownFields
 	}
@@ -131,15 +135,27 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			cwd, err := g.workDir()
+			if err != nil {
+				return err
+			}
+			needs := orchestrator.Ceiling(orchestrator.Config{Cwd: cwd}).Needs(orchestrator.ProfileAsk(&p))
 			aliases, _ := set.ModelAliases()
 			if g.json {
 				m := profileJSON(p)
+				if len(needs) > 0 {
+					list := make([]map[string]string, len(needs))
+					for i, n := range needs {
+						list[i] = map[string]string{"field": n.What, "why": n.Why, "flag": n.Flag}
+					}
+					m["needs"] = list
+				}
 				if on, elsewhere, ok := aliasResolution(p, aliases); ok {
 					m["modelAlias"] = map[string]string{"anthropic": on, "elsewhere": elsewhere}
 				}
 				return json.NewEncoder(os.Stdout).Encode(m)
 			}
-			showProfile(os.Stdout, p, aliases)
+			showProfile(os.Stdout, p, aliases, needs)
 			return nil
 		},
 	}, lookFlags...))
@@ -404,7 +420,9 @@ func aliasResolution(p agents.Profile, aliases *agents.ModelAliases) (onAnthropi
 }
 
 // showProfile prints one profile: its fields, ink's notes, then its body.
-func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases) {
+// needs are what the profile's sandbox fields ask for beyond ink's
+// defaults (profileNeeds).
+func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases, needs []sandbox.Need) {
 	desc := strings.ReplaceAll(strings.TrimRight(p.Description, "\n"), "\n", "\n             ")
 	fmt.Fprintf(w, "name:        %s\n", p.Name)
 	if p.Slug != "" && p.Slug != p.Name {
@@ -444,6 +462,12 @@ func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases) {
 	}
 	if p.Writable != nil {
 		fmt.Fprintf(w, "writable:    %s\n", strings.Join(p.Writable, ", "))
+	}
+	if p.Network != nil {
+		fmt.Fprintf(w, "network:     %v\n", *p.Network)
+	}
+	for _, n := range needs {
+		fmt.Fprintf(w, "needs:       %s\n", n)
 	}
 	fmt.Fprintf(w, "sha256:      %s\n", p.RoleSHA256)
 	for _, n := range p.Notes {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ const flagsAnnotation = "ink.sharedFlags"
 var (
 	// supervisorFlags are the flags of a command that runs agents.
 	supervisorFlags = []string{"model", "base-url", "cwd", "json", "max-parallel", "max-depth", "task-timeout",
-		"sandbox", "writable", "max-turns", "context-window", "budget", "verbose"}
+		"sandbox", "writable", "network", "allow-git-writes", "max-turns", "context-window", "budget", "verbose"}
 	// lookFlags are the flags of a command that reads this directory's state.
 	lookFlags = []string{"cwd", "json"}
 )
@@ -137,3 +138,22 @@ func helpShowingUsedFlags(help func(*cobra.Command, []string)) func(*cobra.Comma
 		help(cmd, args)
 	}
 }
+
+// givenBool is a boolean flag that remembers whether it was given, so
+// that --network=false (a cut asked for by name) differs from no flag.
+type givenBool struct {
+	value, given bool
+}
+
+func (b *givenBool) String() string { return strconv.FormatBool(b.value) }
+
+func (b *givenBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	b.value, b.given = v, true
+	return nil
+}
+
+func (b *givenBool) Type() string { return "bool" }

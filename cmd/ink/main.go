@@ -39,6 +39,9 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
+	// No descriptor whoever started ink left open reaches a worker, git or
+	// bash: every one above 2 closes at the next exec.
+	sandbox.CloseInherited()
 	// Secrets stay in this process's memory: nobody else of this user may
 	// read it, and /proc/<pid>/environ no longer shows the keys (Go keeps
 	// its own copy of the environment, which ink goes on using).

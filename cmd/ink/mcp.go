@@ -14,12 +14,14 @@ import (
 
 	"github.com/inkdev/ink/mcpserver"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/secret"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var (
 		httpAddr    string
 		allowRemote bool
+		tokenFile   string
 		idle        time.Duration
 	)
 	cmd := &cobra.Command{
@@ -28,7 +30,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Long: "Serve ink's child agents as MCP tools: task (one child, a batch run at once, or background children),\n" +
 			"task_status, task_wait, task_cancel, worktrees_list, worktree_diff, worktree_merge and agents_list.\n" +
 			"Over stdio by default (what `claude mcp add ink -- ink mcp` runs); --http ADDR serves streamable HTTP\n" +
-			"on loopback. One connection is one ink session in this directory (or --cwd); when the client goes\n" +
+			"on loopback; every request must carry \"Authorization: Bearer TOKEN\", where TOKEN is generated at start\n" +
+			"(printed on stderr, kept in $INK_HOME/mcp/PORT.token until the server stops) or read from --token-file.\n" +
+			"One connection is one ink session in this directory (or --cwd); when the client goes\n" +
 			"away its children stop, record that the host was lost, and can be resumed later.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,16 +46,32 @@ func newMCPCmd(g *globals) *cobra.Command {
 				return usageErr("--idle-timeout must be 0 (never) or more, got %s", idle)
 			}
 			addr := ""
+			var token string
 			if httpAddr != "" {
 				var err error
 				if addr, err = mcpserver.ListenAddr(httpAddr, allowRemote); err != nil {
 					return usageErr("%v", err)
 				}
-			} else if cmd.Flags().Changed("allow-remote") || cmd.Flags().Changed("idle-timeout") {
-				return usageErr("--allow-remote and --idle-timeout go with --http; over stdio the session ends when the client closes the pipe")
+				if allowRemote && tokenFile == "" {
+					return usageErr("--allow-remote serves beyond this machine: give the token its clients will send with --token-file FILE " +
+						"(make one with `(umask 077; openssl rand -hex 32 > FILE)`), and put TLS in front of the port, or the token crosses the network in clear")
+				}
+				if tokenFile != "" {
+					if token, err = mcpserver.ReadTokenFile(tokenFile); err != nil {
+						return usageErr("%v", err)
+					}
+				} else if token, err = mcpserver.NewToken(); err != nil {
+					return &exitError{code: exitFailed, msg: err.Error()}
+				}
+			} else if cmd.Flags().Changed("allow-remote") || cmd.Flags().Changed("idle-timeout") || cmd.Flags().Changed("token-file") {
+				return usageErr("--allow-remote, --token-file and --idle-timeout go with --http; over stdio the client starts the server itself, and the session ends when it closes the pipe")
 			}
 			// A server lives long: it keeps profiles fresh and workers warm.
-			env, err := setup(cmd.Context(), g, preflight{watchProfiles: true, warmWorkers: true})
+			pre := preflight{watchProfiles: true, warmWorkers: true}
+			if token != "" {
+				pre.secrets = []secret.Secret{{Name: "ink mcp token", Value: token}}
+			}
+			env, err := setup(cmd.Context(), g, pre)
 			if err != nil {
 				return err
 			}
@@ -71,25 +91,51 @@ func newMCPCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			return serveHTTP(ctx, srv, addr, idle)
+			return serveHTTP(ctx, srv, httpServe{addr: addr, token: token, tokenFile: tokenFile, home: env.home, idle: idle})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (HOST:PORT, or a port on 127.0.0.1) instead of stdio")
-	f.BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (whoever reaches it can run agents that edit your files)")
+	f.BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (needs --token-file; whoever has the token can run agents that edit your files)")
+	f.StringVar(&tokenFile, "token-file", "", "with --http: the bearer token clients must send, read from FILE (mode 0600, 32+ characters) instead of generated")
 	f.DurationVar(&idle, "idle-timeout", 30*time.Minute, "with --http: end a session whose client sent nothing for this long (0: never)")
 	return cmd
 }
 
-// serveHTTP serves srv on addr until ctx ends, then stops every session's
-// children as host lost and shuts the listener down.
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, idle time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
+// httpServe is what serveHTTP serves: the checked address, the bearer
+// token (from tokenFile, or generated when tokenFile is empty) and the idle
+// timeout of a session.
+type httpServe struct {
+	addr, token, tokenFile, home string
+	idle                         time.Duration
+}
+
+// serveHTTP serves srv on h.addr until ctx ends, then stops every
+// session's children as host lost and shuts the listener down. A generated
+// token is printed once on stderr and kept in $INK_HOME/mcp/PORT.token
+// (mode 0600) while the server runs.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, h httpServe) error {
+	handler, err := srv.Handler(ctx, mcpserver.HTTPConfig{Token: h.token, Idle: h.idle})
 	if err != nil {
-		return &exitError{code: exitFailed, msg: fmt.Sprintf("mcp: cannot listen on %s: %v", addr, err)}
+		return &exitError{code: exitFailed, msg: err.Error()}
 	}
-	hs := &http.Server{Handler: srv.Handler(ctx, idle), ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", h.addr)
+	if err != nil {
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("mcp: cannot listen on %s: %v", h.addr, err)}
+	}
 	fmt.Fprintf(os.Stderr, "ink: MCP server listening on http://%s/ (streamable HTTP); stop it with Ctrl-C\n", ln.Addr())
+	if h.tokenFile != "" {
+		fmt.Fprintf(os.Stderr, "ink: clients must send the header \"Authorization: Bearer TOKEN\" with the token of %s\n", h.tokenFile)
+	} else {
+		path := mcpserver.TokenPath(h.home, ln.Addr().(*net.TCPAddr).Port)
+		if err := mcpserver.WriteToken(path, h.token); err != nil {
+			ln.Close()
+			return &exitError{code: exitFailed, msg: err.Error()}
+		}
+		defer mcpserver.RemoveToken(path, h.token)
+		fmt.Fprintf(os.Stderr, "ink: clients must send the header \"Authorization: Bearer TOKEN\"; this server's TOKEN, also in %s until it stops:\n%s\n", path, h.token)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -695,21 +696,10 @@ func TestMCPHTTP(t *testing.T) {
 		}
 	}
 	p := e.start("mcp", "--model", "script:"+script, "--http", "127.0.0.1:0")
-	var url string
-	eventually(t, func() bool {
-		m := regexp.MustCompile(`listening on (http://127\.0\.0\.1:[0-9]+/)`).FindStringSubmatch(p.stderr.String())
-		if m != nil {
-			url = m[1]
-		}
-		return m != nil
-	})
+	url, token := httpServerOf(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "ink-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect over HTTP: %v\n%s", err, p.stderr.String())
-	}
+	cs := connectHTTP(t, ctx, url, token)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "task", Arguments: map[string]any{"prompt": "quick look"}})
 	if err != nil || res.IsError || !strings.HasPrefix(resultText(res), "quick report") {
 		t.Fatalf("task over HTTP: %v\n%v", err, res)
@@ -735,6 +725,49 @@ func TestMCPHTTP(t *testing.T) {
 	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("ink mcp --http exited %d after SIGTERM\n%s", code, p.stderr.String())
 	}
+}
+
+// httpServerOf waits for `ink mcp --http` to say where it listens and
+// returns its URL and the token it printed.
+func httpServerOf(t *testing.T, p *proc) (url, token string) {
+	t.Helper()
+	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:[0-9]+/).*\n.*until it stops:\n([0-9a-f]{64})\n`)
+	eventually(t, func() bool {
+		m := re.FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			url, token = m[1], m[2]
+			return true
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("ink mcp --http exited before it listened:\n%s", p.stderr.String())
+		default:
+		}
+		return false
+	})
+	return url, token
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectHTTP connects a go-sdk client to url with token, as a client
+// configured with an Authorization header does; it closes with the test.
+func connectHTTP(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "ink-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // mcpSessionPath is the path of the one session of e's directory.

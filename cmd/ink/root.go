@@ -34,6 +34,8 @@ type globals struct {
 	session     string
 	sandbox     string
 	writable    []string
+	network     givenBool
+	gitWrites   bool
 	maxTurns    int
 	window      string
 	budget      string
@@ -67,6 +69,8 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.budget, "budget", "", "tokens the whole tree of agents may spend, e.g. 2M; agents wrap up as it runs out (default: no limit)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine bash: read-only, workspace-write or danger-full-access (default: workspace-write, read-only for agents without edit and write)")
 	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
+	pf.VarPF(&g.network, "network", "", "let bash reach the network under read-only and workspace-write (default: no network)").NoOptDefVal = "true"
+	pf.BoolVar(&g.gitWrites, "allow-git-writes", false, "let bash commit in your checkout under workspace-write: its git directory becomes writable, except config and hooks")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail on stderr (see each command's help)")
 
 	root.AddCommand(

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,7 +48,11 @@ func newRunCmd(g *globals) *cobra.Command {
 			res, err := env.orc.Run(ctx, orchestrator.RunOptions{Prompt: prompt, SessionID: g.session})
 			env.display.Close()
 			if err != nil {
-				return &exitError{code: exitUsage, msg: err.Error()}
+				code := exitUsage
+				if refusal := (*orchestrator.SandboxRefusal)(nil); errors.As(err, &refusal) {
+					code = exitRefused
+				}
+				return &exitError{code: code, msg: err.Error()}
 			}
 			if !g.json && res.Text != "" {
 				if _, err := fmt.Fprintln(os.Stdout, res.Text); err != nil {

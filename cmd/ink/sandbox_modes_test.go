@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,16 +23,31 @@ func sandboxedTask(t *testing.T, e *env, command string, flags ...string) (*proc
 	if len(starts) != 1 {
 		t.Fatalf("task.start events %v", starts)
 	}
-	var result string
+	results := toolResults(evs, "bash")
+	if len(results) == 0 {
+		return p, starts[0], ""
+	}
+	return p, starts[0], results[len(results)-1]
+}
+
+// toolResults are the contents of the results of tool (every tool for "")
+// in the message events of evs, in order, each prefixed with its tool's
+// name when tool is "".
+func toolResults(evs []map[string]any, tool string) []string {
+	var out []string
 	for _, ev := range ofType(evs, "message") {
 		m, _ := ev["message"].(map[string]any)
 		for _, r := range asList(m["results"]) {
-			if r["toolName"] == "bash" {
-				result, _ = r["content"].(string)
+			c, _ := r["content"].(string)
+			switch {
+			case tool == "":
+				out = append(out, fmt.Sprintf("%v: %s", r["toolName"], c))
+			case r["toolName"] == tool:
+				out = append(out, c)
 			}
 		}
 	}
-	return p, starts[0], result
+	return out
 }
 
 func asList(v any) []map[string]any {

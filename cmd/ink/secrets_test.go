@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,5 +98,106 @@ func TestSecretsNeverLeave(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning event said a secret was redacted:\n%s", p.stdout.String())
+	}
+}
+
+// TestSecretNamesAndBase64Redacted: a cloud key in the supervisor's
+// environment, under a name other than a provider's, that a child reads out
+// of a file in the project — as it is, and base64-encoded by bash at each of
+// the three alignments — and that the model then repeats in its answer. No
+// form of it reaches a file under INK_HOME, a --json event, stderr or the
+// MCP reply; the transcript shows where each was redacted.
+func TestSecretNamesAndBase64Redacted(t *testing.T) {
+	t.Parallel()
+	keys := map[string]string{
+		"AWS_SECRET_ACCESS_KEY": "q7Zp2Lx9/Vt4Rk8Wm3Nc6Yb1Hd5Gf0Js+AeEXAMPL",
+		"STORAGE_ACCESS_KEY":    "st0rage-Acc3ss-9f8e7d6c5b4a3",
+		"SERVICE_CREDENTIALS":   "svc-cred-1a2b3c4d5e6f7a8b9c0d",
+	}
+	e := newEnv(t)
+	for k, v := range keys {
+		e.vars = append(e.vars, k+"="+v)
+	}
+	file := "[default]\naws_secret_access_key = " + keys["AWS_SECRET_ACCESS_KEY"] + "\nstorage = " + keys["STORAGE_ACCESS_KEY"] + "\nservice = " + keys["SERVICE_CREDENTIALS"] + "\n"
+	e.write("creds.ini", file)
+	// The forms a reader would find: every key as it is, and the part of
+	// each encoding that only the key decides (a character short at each
+	// end, to stay clear of the characters it shares with its neighbours).
+	forms := map[string]string{}
+	for name, v := range keys {
+		forms[name] = v
+		off := strings.Index(file, v)
+		for skip := range 3 {
+			enc := base64.StdEncoding.EncodeToString([]byte(file[skip:]))
+			start, end := (8*(off-skip)+5)/6+1, 8*(off-skip+len(v))/6-1
+			forms[fmt.Sprintf("%s base64 at %d", name, skip)] = enc[start:end]
+		}
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte("x" + keys["AWS_SECRET_ACCESS_KEY"]))
+	script := e.write("s.yaml", `rules:
+  - when: {turn: 1}
+    reply: {calls: [{tool: bash, args: {command: "cat creds.ini; for skip in 1 2 3; do tail -c +$skip creds.ini | base64 -w0; echo; done"}}]}
+  - when: {tool: bash, result: "redacted"}
+    reply: {text: "found `+keys["AWS_SECRET_ACCESS_KEY"]+` and `+b64+`"}
+  - reply: {text: "the key was shown in clear"}
+`)
+	check := func(where, text string) {
+		t.Helper()
+		for name, f := range forms {
+			if strings.Contains(text, f) {
+				t.Errorf("%s holds %s (%q)", where, name, f)
+			}
+		}
+	}
+
+	p, code := e.run("task", "--json", "--model", "script:"+script, "read the credentials")
+	if code != 0 {
+		t.Fatalf("ink task: exit %d\nstdout:\n%s\nstderr:\n%s", code, p.snapshot(), p.stderr.String())
+	}
+	check("a --json event", p.stdout.String())
+	check("stderr of ink task", p.stderr.String())
+	if !strings.Contains(p.stdout.String(), "[redacted:AWS_SECRET_ACCESS_KEY]") {
+		t.Fatalf("the answer does not show the redaction, so the test proved nothing:\n%s", p.stdout.String())
+	}
+	warned := map[string]bool{}
+	for _, ev := range ofType(events(t, p.stdout.Bytes()), "warning") {
+		text, _ := ev["text"].(string)
+		for name := range keys {
+			if strings.Contains(text, "redacted") && strings.Contains(text, name) {
+				warned[name] = true
+			}
+		}
+	}
+	if len(warned) != len(keys) {
+		t.Errorf("warnings named only %v of the three keys:\n%s", warned, p.stdout.String())
+	}
+
+	s := e.startMCP("--model", "script:"+script)
+	text, res := s.call(t, "task", map[string]any{"prompt": "read the credentials"})
+	reply, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the MCP reply", string(reply))
+	if res.IsError || !strings.Contains(text, "found [redacted:AWS_SECRET_ACCESS_KEY] and ") {
+		t.Fatalf("MCP reply:\n%s", text)
+	}
+	s.cs.Close()
+
+	// Each transcript holds the bash result with the four forms of every
+	// key redacted.
+	var all strings.Builder
+	filepath.WalkDir(e.home, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			data, _ := os.ReadFile(path)
+			check(path, string(data))
+			all.Write(data)
+		}
+		return nil
+	})
+	for name := range keys {
+		if n := strings.Count(all.String(), "[redacted:"+name+"]"); n < 8 {
+			t.Errorf("[redacted:%s] appears %d times under INK_HOME, want at least 8 (four forms in each of two runs)", name, n)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/sandbox"
+	"github.com/inkdev/ink/secret"
 )
 
 // runEnv is what `ink run` and `ink task` share: the orchestrator, the
@@ -52,6 +53,10 @@ type preflight struct {
 	// each one a process start.
 	watchProfiles bool
 	warmWorkers   bool
+
+	// secrets are secrets of the run beside its environment's (the token
+	// of `ink mcp --http`), redacted like them.
+	secrets []secret.Secret
 }
 
 // setup checks every input of a run and then builds the orchestrator from
@@ -140,11 +145,15 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
 		Environ: os.Environ(), Logger: log, HeartbeatInterval: heartbeat,
 		Sandbox: box, Writable: writable,
+		Network: g.network.value, NetworkExplicit: g.network.given, AllowGitWrites: g.gitWrites,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
 		Command: selfCommand(),
 	}
 	if pre.warmWorkers {
 		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers
+	}
+	if len(pre.secrets) > 0 {
+		cfg.Secrets = append(secret.FromEnviron(cfg.Environ), pre.secrets...)
 	}
 	cfg.Profiles = reg
 	cfg.Sink = sink

@@ -18,6 +18,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/sandbox"
 )
 
 func newVersionCmd(g *globals) *cobra.Command {
@@ -71,7 +72,8 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"variable is set, whether a local server answers), the endpoint it would call, and the\n" +
 			"model ink picks when --model is absent; with --model (and --base-url), whether that model\n" +
 			"can run, checked as `ink run` checks it. Also shows how Claude Code's model aliases\n" +
-			"(sonnet, opus, haiku, fable) resolve and the provider stall limits. Keys are never printed.\n" +
+			"(sonnet, opus, haiku, fable) resolve, the provider stall limits, and what the bash sandbox\n" +
+			"can enforce on this machine (its Landlock ABI, seccomp, mount namespaces). Keys are never printed.\n" +
 			"--json prints one JSON document. Exits as `ink run` would refuse when --model cannot run.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -102,6 +104,7 @@ type doctorReport struct {
 	Model        *modelCheck                `json:"model,omitempty"`
 	ModelAliases aliasReport                `json:"modelAliases"`
 	StallLimits  stallReport                `json:"stallLimits"`
+	Sandbox      sandbox.Capabilities       `json:"sandbox"`
 }
 
 // modelCheck is one model binding and whether `ink run` would accept it.
@@ -185,6 +188,9 @@ func diagnose(ctx context.Context, g *globals, env func(string) string) (rep doc
 	} else {
 		rep.StallLimits.ResponseHeader, rep.StallLimits.StreamIdle = stallShown(header), stallShown(idle)
 	}
+	if exe, err := os.Executable(); err == nil {
+		rep.Sandbox = sandbox.Probe(exe)
+	}
 	return rep, modelErr
 }
 
@@ -244,6 +250,19 @@ func printDoctor(w io.Writer, rep doctorReport) {
 		fmt.Fprintf(w, "stall limits: ✗ %s\n", rep.StallLimits.Error)
 	} else {
 		fmt.Fprintf(w, "stall limits: response headers %s, stream idle %s (%s, %s)\n", rep.StallLimits.ResponseHeader, rep.StallLimits.StreamIdle, model.ResponseHeaderTimeoutVar, model.StreamIdleTimeoutVar)
+	}
+	sb := rep.Sandbox
+	abi := "no Landlock"
+	if sb.ABI > 0 {
+		abi = fmt.Sprintf("Landlock ABI %d", sb.ABI)
+	}
+	fmt.Fprintf(w, "bash sandbox (Linux %s, %s; ✓ enforced here):\n", sb.Kernel, abi)
+	for _, c := range sb.List {
+		mark := "✗"
+		if c.Enforced {
+			mark = "✓"
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, c.What, c.Why)
 	}
 }
 

@@ -946,8 +946,9 @@ func TestWorktreeFromProfile(t *testing.T) {
 		t.Errorf("the fix is not committed on the child's branch: %q", msg)
 	}
 
-	// --worktree=false wins over the profile: the child edits the checkout.
-	p, code = e.run("task", "--json", "--agent", "fixer", "--worktree=false", "--model", "script:"+script, "fix it here")
+	// --worktree=false wins over the profile: the child edits the checkout
+	// (and commits there, which --allow-git-writes lets it).
+	p, code = e.run("task", "--json", "--agent", "fixer", "--worktree=false", "--allow-git-writes", "--model", "script:"+script, "fix it here")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
 	}
