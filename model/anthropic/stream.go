@@ -14,9 +14,7 @@ type block struct {
 	text      strings.Builder
 	signature string
 	id, name  string
-	input     strings.Builder
-	argBytes  int64 // the bytes of arguments received
-	dropped   bool  // the arguments passed model.MaxToolArgBytes and were dropped
+	input     model.ToolArgsBuffer
 	done      bool
 }
 
@@ -31,10 +29,9 @@ type accumulator struct {
 	stopReason  string
 	stopped     bool // message_stop arrived
 	contentSeen bool // a delta reached onDelta
-	// size counts the reply's text, thinking and arguments; past
-	// model.MaxReplyBytes, tooLarge is set and the stream must stop.
-	size     int64
-	tooLarge *model.ReplyTooLargeError
+	// meter counts the reply against ink's bounds; once meter.TooLarge
+	// is set the stream must stop.
+	meter model.ReplyMeter
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -78,32 +75,19 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) {
 		d := ev.Delta
 		switch d.Type {
 		case "text_delta":
-			if text := a.count(d.Text); text != "" {
+			if text := a.meter.Text(d.Text); text != "" {
 				b.text.WriteString(text)
 				a.emit(model.Delta{Type: "text", Text: text})
 			}
 		case "thinking_delta":
-			if text := a.count(d.Thinking); text != "" {
+			if text := a.meter.Text(d.Thinking); text != "" {
 				b.text.WriteString(text)
 				a.emit(model.Delta{Type: "thinking", Text: text})
 			}
 		case "signature_delta":
 			b.signature += d.Signature
 		case "input_json_delta":
-			a.size += int64(len(d.PartialJSON))
-			b.argBytes += int64(len(d.PartialJSON))
-			switch {
-			case a.size > model.MaxReplyBytes:
-				a.tooLarge = &model.ReplyTooLargeError{}
-				if b.dropped {
-					a.tooLarge.Dropped = b.name
-				}
-			case b.argBytes > model.MaxToolArgBytes:
-				b.dropped = true
-				b.input.Reset()
-			default:
-				b.input.WriteString(d.PartialJSON)
-			}
+			a.meter.Args(&b.input, b.name, d.PartialJSON)
 		}
 	case "content_block_stop":
 		b := a.blocks[ev.Index]
@@ -138,18 +122,6 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) {
 	}
 }
 
-// count adds text to the reply's size and returns the part of it that
-// fits the reply bound; once the bound is passed, tooLarge is set.
-func (a *accumulator) count(text string) string {
-	room := model.MaxReplyBytes - a.size
-	a.size += int64(len(text))
-	if a.size > model.MaxReplyBytes {
-		a.tooLarge = &model.ReplyTooLargeError{}
-		return model.ClipText(text, int(max(room, 0)))
-	}
-	return text
-}
-
 func (a *accumulator) emit(d model.Delta) {
 	a.contentSeen = true
 	a.onDelta(d)
@@ -160,10 +132,7 @@ func (a *accumulator) emit(d model.Delta) {
 // tool-argument bound make the call Invalid (model.ToolArgs,
 // model.DroppedArgs): the loop answers it without running it.
 func (b *block) toolCall() model.ToolCall {
-	args, invalid := model.ToolArgs(b.input.String())
-	if b.dropped {
-		args, invalid = model.DroppedArgs(b.argBytes)
-	}
+	args, invalid := b.input.Args()
 	return model.ToolCall{ID: b.id, Name: b.name, Args: args, Invalid: invalid}
 }
 

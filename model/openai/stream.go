@@ -14,9 +14,7 @@ import (
 // call is one tool call being assembled from streamed deltas.
 type call struct {
 	id, name string
-	args     strings.Builder
-	argBytes int64 // the bytes of arguments received
-	dropped  bool  // the arguments passed model.MaxToolArgBytes and were dropped
+	args     model.ToolArgsBuffer
 }
 
 // accumulator assembles a chat completion stream into an ink message. Tool
@@ -35,10 +33,9 @@ type accumulator struct {
 	finished    bool // a finish_reason arrived
 	usageSeen   bool
 	contentSeen bool
-	// size counts the reply's text, reasoning and arguments; past
-	// model.MaxReplyBytes, tooLarge is set and the stream must stop.
-	size     int64
-	tooLarge *model.ReplyTooLargeError
+	// meter counts the reply against ink's bounds; once meter.TooLarge
+	// is set the stream must stop.
+	meter model.ReplyMeter
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -58,11 +55,11 @@ func (a *accumulator) add(ch sdk.ChatCompletionChunk) {
 			continue // ink asks for one choice
 		}
 		d := c.Delta
-		if r := a.count(reasoningText(d)); r != "" {
+		if r := a.meter.Text(reasoningText(d)); r != "" {
 			a.reasoning.WriteString(r)
 			a.emit(model.Delta{Type: "thinking", Text: r})
 		}
-		if text := a.count(d.Content); text != "" {
+		if text := a.meter.Text(d.Content); text != "" {
 			a.text.WriteString(text)
 			a.emit(model.Delta{Type: "text", Text: text})
 		}
@@ -101,33 +98,7 @@ func (a *accumulator) addCall(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 	if tc.Function.Name != "" && cur.name == "" {
 		cur.name = tc.Function.Name
 	}
-	n := int64(len(tc.Function.Arguments))
-	a.size += n
-	cur.argBytes += n
-	switch {
-	case a.size > model.MaxReplyBytes:
-		a.tooLarge = &model.ReplyTooLargeError{}
-		if cur.dropped {
-			a.tooLarge.Dropped = cur.name
-		}
-	case cur.argBytes > model.MaxToolArgBytes:
-		cur.dropped = true
-		cur.args.Reset()
-	default:
-		cur.args.WriteString(tc.Function.Arguments)
-	}
-}
-
-// count adds text to the reply's size and returns the part of it that
-// fits the reply bound; once the bound is passed, tooLarge is set.
-func (a *accumulator) count(text string) string {
-	room := model.MaxReplyBytes - a.size
-	a.size += int64(len(text))
-	if a.size > model.MaxReplyBytes {
-		a.tooLarge = &model.ReplyTooLargeError{}
-		return model.ClipText(text, int(max(room, 0)))
-	}
-	return text
+	a.meter.Args(&cur.args, cur.name, tc.Function.Arguments)
 }
 
 func (a *accumulator) emit(d model.Delta) {
@@ -198,10 +169,7 @@ func (a *accumulator) message() model.Message {
 		// Arguments that are not valid JSON, or that passed the
 		// tool-argument bound, make the call Invalid: the loop answers it
 		// without running it.
-		args, invalid := model.ToolArgs(c.args.String())
-		if c.dropped {
-			args, invalid = model.DroppedArgs(c.argBytes)
-		}
+		args, invalid := c.args.Args()
 		if c.id == "" {
 			c.id = syntheticID()
 		}
