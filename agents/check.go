@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,9 +52,12 @@ func Check(dir string, opts CheckOptions) []Problem {
 	problems := append([]Problem(nil), tree.warnings...)
 	firstSource := map[string]string{}
 	for _, path := range tree.files {
-		data, err := os.ReadFile(path)
+		data, err := readProfileFile(path)
+		if errors.Is(err, errNotAProfile) {
+			continue
+		}
 		if err != nil {
-			problems = append(problems, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))})
+			problems = append(problems, asProblem(path, err))
 			continue
 		}
 		if collectionDoc(path, data) {

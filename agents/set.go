@@ -3,7 +3,6 @@ package agents
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -167,10 +166,7 @@ func load(opts LoadOptions, previous map[string]Profile) loaded {
 				continue
 			}
 			if err != nil {
-				var problem Problem
-				if !errors.As(err, &problem) {
-					problem = Problem{Path: path, Reason: err.Error()}
-				}
+				problem := asProblem(path, err)
 				set.problems = append(set.problems, problem)
 				old, ok := previous[sourceKey(path)]
 				if !ok {
@@ -271,9 +267,9 @@ func displayDir(opts LoadOptions) string {
 
 // readProfile reads and parses one file.
 func readProfile(path string) (Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readProfileFile(path)
 	if err != nil {
-		return Profile{}, Problem{Path: path, Reason: fmt.Sprintf("cannot read the file: %v", unwrapPathError(err))}
+		return Profile{}, err
 	}
 	if collectionDoc(path, data) {
 		return Profile{}, errNotAProfile

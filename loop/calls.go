@@ -98,6 +98,10 @@ func (r *runner) runGroup(ctx context.Context, turn int, calls []model.ToolCall,
 			s.settle(notStarted(ctx))
 			continue
 		}
+		if res, bad := unusable(call); bad {
+			s.settle(res)
+			continue
+		}
 		t, ok := r.pool[call.Name]
 		if !ok {
 			s.settle(tools.Result{Content: r.unknownTool(call.Name), IsError: true})

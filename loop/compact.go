@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/inkdev/ink/model"
 )
@@ -23,8 +22,9 @@ const (
 	// tailPercent: the retained tail holds at most this share of the
 	// window, so that summary and tail leave room to work.
 	tailPercent = 30
-	// resultPercent: in the summary request, one tool result longer than
-	// this share of the window keeps only its start and end.
+	// resultPercent: in the summary request, one tool result, text or
+	// argument longer than this share of the window keeps only its start
+	// and end.
 	resultPercent = 10
 )
 
@@ -177,12 +177,13 @@ func (r *runner) compact(ctx context.Context, turn int, conv []model.Message, tr
 	return next, nil
 }
 
-// summarise asks the model for a summary of head. Tool results longer than
-// a tenth of the window keep only their start and end in the request. Only
+// summarise asks the model for a summary of head. Tool results, texts and
+// arguments longer than a tenth of the window keep only their start and end
+// in the request. Only
 // "retry" deltas are passed on: the summary is not the agent's answer.
 func (r *runner) summarise(ctx context.Context, turn int, head []model.Message, window int64) (string, model.Usage, error) {
 	// Three bytes to a token, as model.EstimateTokens counts them.
-	msgs := clipResults(head, int(window*resultPercent/100)*3)
+	msgs := clipForSummary(head, int(window*resultPercent/100)*3)
 	msgs = append(msgs, model.UserText(model.CompactionInstruction))
 	req := r.request(msgs, turn, true)
 	req.Compaction = true
@@ -244,52 +245,16 @@ func tailStart(conv []model.Message, budget int64) int {
 	return len(conv)
 }
 
-// clipResults returns msgs with every tool result longer than limit bytes
-// cut to its start and end, with a note of what was left out. msgs is not
+// clipForSummary returns msgs with every piece longer than limit bytes —
+// a tool result, a text or thinking block, a call's arguments — cut to its
+// start and end with a note of what was left out (model.ClipMessage). A
+// transcript line of tens of megabytes (a reply from before ink bounded
+// replies, a huge prompt) then still fits the summary request. msgs is not
 // changed.
-func clipResults(msgs []model.Message, limit int) []model.Message {
-	if limit <= 0 {
-		return append([]model.Message(nil), msgs...)
-	}
+func clipForSummary(msgs []model.Message, limit int) []model.Message {
 	out := make([]model.Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = m
-		if len(m.Results) == 0 {
-			continue
-		}
-		results := append([]model.ToolResult(nil), m.Results...)
-		for j, res := range results {
-			if len(res.Content) > limit {
-				head, tail := validUTF8Prefix(res.Content, limit/2), validUTF8Suffix(res.Content, limit/2)
-				results[j].Content = head + fmt.Sprintf("\n[… %d bytes of this result left out of the summary request …]\n", len(res.Content)-len(head)-len(tail)) + tail
-			}
-		}
-		out[i].Results = results
+		out[i] = model.ClipMessage(m, limit, "of the summary request")
 	}
 	return out
-}
-
-// validUTF8Prefix returns at most n bytes from the start of s, cut on a
-// character boundary.
-func validUTF8Prefix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// validUTF8Suffix returns at most n bytes from the end of s, cut on a
-// character boundary.
-func validUTF8Suffix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
 }

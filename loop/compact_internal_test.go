@@ -63,23 +63,38 @@ func TestTailStart(t *testing.T) {
 	}
 }
 
-func TestClipResults(t *testing.T) {
+func TestClipForSummary(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 500) // 1000 bytes, two to a character
-	msgs := []model.Message{model.UserText(long), {Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "a", Content: long}, {ToolCallID: "b", Content: "short"}}}}
-	out := clipResults(msgs, 101)
-	if out[0].Text() != long {
-		t.Error("a user message was clipped; only tool results are")
+	bigArgs := json.RawMessage(`{"content":"` + strings.Repeat("x", 1000) + `"}`)
+	msgs := []model.Message{
+		model.UserText(long),
+		{Role: model.RoleAssistant, Content: []model.Block{{Type: "thinking", Text: long, Signature: "sig"}, {Type: "text", Text: "short"}},
+			ToolCalls: []model.ToolCall{{ID: "a", Name: "write", Args: bigArgs}, {ID: "b", Name: "ls", Args: json.RawMessage(`{}`)}}},
+		{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "a", Content: long}, {ToolCallID: "b", Content: "short"}}},
 	}
-	got := out[1].Results[0].Content
-	if len(got) >= len(long) || !strings.Contains(got, "bytes of this result left out of the summary request") || !strings.HasPrefix(got, "éé") || !strings.HasSuffix(got, "éé") {
-		t.Errorf("clipped result = %q", got)
+	out := clipForSummary(msgs, 101)
+	for _, c := range []struct {
+		got, what string
+	}{{out[0].Text(), "text"}, {out[1].Content[0].Text, "thinking"}, {out[2].Results[0].Content, "result"}} {
+		if len(c.got) >= len(long) || !strings.Contains(c.got, "bytes of this "+c.what+" left out of the summary request") || !strings.HasPrefix(c.got, "éé") || !strings.HasSuffix(c.got, "éé") {
+			t.Errorf("clipped %s = %q", c.what, c.got)
+		}
+		if !json.Valid([]byte(`"`+strings.ReplaceAll(c.got, "\n", `\n`)+`"`)) || strings.ContainsRune(c.got, '\uFFFD') {
+			t.Errorf("the clipped %s is not valid UTF-8", c.what)
+		}
 	}
-	if !json.Valid([]byte(`"`+strings.ReplaceAll(got, "\n", `\n`)+`"`)) || strings.ContainsRune(got, '\uFFFD') {
-		t.Error("the clipped result is not valid UTF-8")
+	if out[1].Content[0].Signature != "" {
+		t.Error("a clipped thinking block kept its signature")
 	}
-	if out[1].Results[1].Content != "short" || msgs[1].Results[0].Content != long {
-		t.Error("a short result was clipped, or the input was changed")
+	if args := string(out[1].ToolCalls[0].Args); !json.Valid(out[1].ToolCalls[0].Args) || !strings.Contains(args, "bytes of arguments left out") {
+		t.Errorf("clipped arguments = %s", args)
+	}
+	if out[1].Content[1].Text != "short" || out[2].Results[1].Content != "short" || string(out[1].ToolCalls[1].Args) != `{}` {
+		t.Error("a short piece was clipped")
+	}
+	if msgs[0].Text() != long || msgs[1].Content[0].Text != long || msgs[2].Results[0].Content != long || string(msgs[1].ToolCalls[0].Args) != string(bigArgs) {
+		t.Error("the input was changed")
 	}
 }
 

@@ -17,6 +17,13 @@
 // and is told to write its answer. A health watch reports what a
 // supervisor should know about: the same call turn after turn, edits that
 // keep failing, a tool open too long.
+//
+// A broken or hostile model is bounded too: of one reply at most
+// MaxCallsPerTurn calls are taken (the rest are answered together with an
+// error telling the model to batch), a call whose arguments a provider
+// could not use (model.ToolCall.Invalid, or past model.MaxToolArgBytes) is
+// answered without running, and a reply past model.MaxReplyBytes ends the
+// run with an error naming the bound, its text kept up to the bound.
 package loop
 
 import (
@@ -274,6 +281,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 				}
 			}
 		}
+		if err == nil {
+			err = tooLarge(msg)
+		}
 		res.Turns++
 		if err != nil {
 			res.Usage.Incomplete = true
@@ -294,18 +304,29 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if len(msg.ToolCalls) == 0 {
 			return res, nil
 		}
+		calls, over := splitCalls(msg.ToolCalls)
 		if landing != "" {
 			// The model was told it may call no tool; answer its calls
 			// without running them so the transcript stays paired.
-			results, err := r.refuseCalls(turn, msg.ToolCalls, landing)
+			results, err := r.refuseCalls(turn, calls, landing)
 			conv = append(conv, results...)
+			if err == nil && len(over) > 0 {
+				_, err = r.refuseOver(turn, len(msg.ToolCalls), over)
+			}
 			return res, err
 		}
 		r.observe(turn, r.health.turn(turn, msg.ToolCalls))
-		results, err := r.runCalls(ctx, turn, msg.ToolCalls)
+		results, err := r.runCalls(ctx, turn, calls)
 		conv = append(conv, results...)
 		if err != nil {
 			return res, err
+		}
+		if len(over) > 0 {
+			refused, err := r.refuseOver(turn, len(msg.ToolCalls), over)
+			if err != nil {
+				return res, err
+			}
+			conv = append(conv, refused)
 		}
 		if ctx.Err() != nil {
 			return res, interruptedError(ctx)
@@ -370,14 +391,15 @@ func newPool(list []tools.Tool) (map[string]tools.Tool, []model.ToolSpec, error)
 }
 
 // partialMessage returns what to keep of the assistant message of a failed
-// model call: its content with the tool calls stripped, when it has text.
+// model call: its content with the tool calls stripped, when it has text,
+// cut to the reply bound.
 func partialMessage(ctx context.Context, msg model.Message) (model.Message, bool) {
 	if strings.TrimSpace(msg.Text()) == "" {
 		return model.Message{}, false
 	}
 	partial := model.Message{
 		Role:       model.RoleAssistant,
-		Content:    msg.Content,
+		Content:    clipReply(msg).Content,
 		Model:      msg.Model,
 		StopReason: "error",
 	}

@@ -185,7 +185,10 @@ func NewHTTPError(f HTTPFailure, now time.Time) *ProviderError {
 func NewTransportError(provider string, err error, contentSeen bool) *ProviderError {
 	pe := &ProviderError{Provider: provider, Err: err}
 	var stall *StallError
+	var tooLarge *ReplyTooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		return NewReplyTooLargeError(provider, tooLarge)
 	case errors.As(err, &stall) && contentSeen:
 		pe.Kind = KindStreamCut
 		pe.Reason = "stream stalled"

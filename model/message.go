@@ -37,6 +37,12 @@ type ToolCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// Invalid, set by the provider that read the call, says why its Args
+	// cannot be used: they were not valid JSON (ToolArgs) or passed
+	// MaxToolArgBytes and were dropped (DroppedArgs). The agent loop
+	// answers such a call with an error result that says so and never
+	// runs it. It is not stored: the result that answers the call is.
+	Invalid string `json:"-"`
 }
 
 // ToolResult is the answer to one ToolCall.

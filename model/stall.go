@@ -156,7 +156,8 @@ func (b *idleBody) Close() error {
 
 // GuardedClient returns a copy of hc (nil = a client with Go's default
 // transport and no overall timeout) whose transport is wrapped in a
-// StallGuard. For header and idle, 0 means DefaultStallTimeout and a
+// StallGuard, and whose response bodies fail a line longer than
+// MaxReplyBytes (LineGuard). For header and idle, 0 means DefaultStallTimeout and a
 // negative value no limit. Provider adapters build their client with it.
 func GuardedClient(hc *http.Client, header, idle time.Duration) *http.Client {
 	var c http.Client
@@ -166,7 +167,7 @@ func GuardedClient(hc *http.Client, header, idle time.Duration) *http.Client {
 	if c.Transport == nil {
 		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	c.Transport = StallGuard(c.Transport, stallLimit(header), stallLimit(idle))
+	c.Transport = lineGuardTransport{StallGuard(c.Transport, stallLimit(header), stallLimit(idle))}
 	return &c
 }
 

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 
@@ -82,12 +83,15 @@ func (o *Orchestrator) noteUsage(u model.Usage) {
 	})
 }
 
-// armBudget gives a spec the run's budget, the turn cap and the context
-// window override.
+// DefaultMaxTurns is the turn cap of an agent whose run and profile set
+// none: far more turns than a task takes, few enough that a model looping
+// for ever stops on its own.
+const DefaultMaxTurns = 500
+
+// armBudget gives a spec the run's budget, the turn cap (its profile's,
+// else the run's, else DefaultMaxTurns) and the context window override.
 func (o *Orchestrator) armBudget(spec *ipc.AttemptSpec) {
-	if spec.MaxTurns == 0 {
-		spec.MaxTurns = o.cfg.MaxTurns
-	}
+	spec.MaxTurns = cmp.Or(spec.MaxTurns, o.cfg.MaxTurns, DefaultMaxTurns)
 	if spec.ContextWindow == 0 {
 		spec.ContextWindow = o.cfg.ContextWindow
 	}

@@ -55,3 +55,22 @@ func TestProfileLimitsReachTheChild(t *testing.T) {
 	again := sh.l.byPrompt("go on")
 	check("the resumed scout", limits{again.Spec.Thinking, again.Spec.MaxTurns, again.Spec.ContextWindow}, "high", 7, 50_000)
 }
+
+// TestDefaultTurnCap: with no --max-turns and no profile cap, every agent,
+// the main one and each child, runs under DefaultMaxTurns; nothing runs
+// without a turn cap.
+func TestDefaultTurnCap(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{InkHome: t.TempDir(), MaxDepth: 1}, cast{
+		main:  delegates(`{"prompt":"plain"}`),
+		child: completes("done", model.Usage{Input: 3, Output: 1}),
+	}.play)
+	h.run(t, RunOptions{Prompt: "p"})
+	main, child := h.l.byPrompt("p"), h.l.byPrompt("plain")
+	if main == nil || child == nil {
+		t.Fatalf("agents missing: %s", h.rec.dump())
+	}
+	if main.Spec.MaxTurns != DefaultMaxTurns || child.Spec.MaxTurns != DefaultMaxTurns {
+		t.Errorf("main runs with a %d-turn cap, the child with %d; want %d", main.Spec.MaxTurns, child.Spec.MaxTurns, DefaultMaxTurns)
+	}
+}

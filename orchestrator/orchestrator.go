@@ -78,7 +78,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 
 	// MaxTurns caps every agent's model turns per attempt (--max-turns; 0:
-	// none); a capped agent gets one last turn without tools to answer.
+	// DefaultMaxTurns); a capped agent gets one last turn without tools to
+	// answer.
 	MaxTurns int
 	// ContextWindow overrides every model's context window in tokens
 	// (--context-window; 0: each model's own).

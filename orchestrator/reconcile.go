@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"strings"
 )
 
 // fromTranscript completes the result of an attempt whose worker ended
@@ -35,7 +36,7 @@ func fromTranscript(res attemptResult, path string) attemptResult {
 		case e.Attempt != nil && e.Attempt.AttemptID == res.AttemptID && e.Attempt.Phase == session.PhaseEnd:
 			a := e.Attempt
 			lost := res.Reason
-			res.Status, res.Turns, res.Text, res.Epoch = a.Status, a.Turns, a.FinalText, a.Epoch
+			res.Status, res.Turns, res.Text, res.Epoch = a.Status, a.Turns, wholeFinalText(tr, *a), a.Epoch
 			switch {
 			case lost == "" || lost == a.Reason:
 				res.Reason = a.Reason
@@ -67,4 +68,20 @@ func fromTranscript(res attemptResult, path string) attemptResult {
 		res.Usage = usage
 	}
 	return res
+}
+
+// wholeFinalText returns the final text of the attempt that ended with
+// end: the entry's FinalText, or, when that is only its tail, the text of
+// the last assistant message of the transcript that ends with it.
+func wholeFinalText(tr *session.Transcript, end session.AttemptEntry) string {
+	if end.FinalTextLen <= len(end.FinalText) {
+		return end.FinalText
+	}
+	for i := len(tr.Messages) - 1; i >= 0; i-- {
+		m := tr.Messages[i]
+		if text := m.Text(); m.Role == model.RoleAssistant && len(text) == end.FinalTextLen && strings.HasSuffix(text, end.FinalText) {
+			return text
+		}
+	}
+	return end.FinalText
 }

@@ -131,7 +131,7 @@ func firstPrompt(path string) string {
 // attempt's answer is never passed off as this call's. It also returns
 // when that attempt started and ended (zero when it did not end).
 func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
-	ctr, err := session.Open(childPath)
+	ctr, err := session.OpenLean(childPath)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
 		if rec != nil {
@@ -161,7 +161,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 	}
 	u := usageOf(end.Usage)
 	content, isErr := composeResult(resultInput{
-		Status: end.Status, Reason: end.Reason, Text: end.FinalText, Turns: end.Turns, Usage: u,
+		Status: end.Status, Reason: end.Reason, Text: end.FinalText, TextLen: end.FinalTextLen, Turns: end.Turns, Usage: u,
 		Timeout: "its timeout", ChildID: id, Transcript: childPath, Prompt: args.Prompt,
 		Capped: end.Capped, Health: end.Health,
 	})

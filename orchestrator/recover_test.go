@@ -164,7 +164,7 @@ func (b *transcriptBuilder) run(attemptID, prompt, text string, ended bool) *tra
 	if ended {
 		u := model.Usage{Input: 5, Output: 1}
 		b.msg(model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: text}}})
-		b.attempt(session.AttemptEntry{Phase: session.PhaseEnd, AttemptID: attemptID, Status: StatusCompleted, Turns: 1, Usage: &u, FinalText: text, FinalTextLen: len(text)})
+		b.attempt(session.AttemptEntry{Phase: session.PhaseEnd, AttemptID: attemptID, Status: StatusCompleted, Turns: 1, Usage: &u, FinalText: session.FinalTextTail(text), FinalTextLen: len(text)})
 	}
 	return b
 }
@@ -457,5 +457,43 @@ func TestChildLostWithItsHost(t *testing.T) {
 	}
 	if w := sh.l.byPrompt("go on"); w == nil || !w.Spec.Repair {
 		t.Errorf("the resume's worker was not allowed to repair the tail")
+	}
+}
+
+// TestRecoveredLongAnswer: an end entry keeps only the tail of a long
+// final text (the whole is the last assistant message, stored once); a
+// result recovered from it says how much was dropped, as the first one
+// did, and ends with the same tail.
+func TestRecoveredLongAnswer(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	mainID := session.NewID()
+	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	long := "START " + strings.Repeat("é", session.MaxFinalText) + " END"
+	child := childOf(t, main, cwd).run("01l1", "long", long, true)
+	main.msg(model.UserText("p")).msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{taskCallOf("c1", `{"prompt":"long"}`)}})
+	ctr, err := session.Open(child.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, ok := ctr.LastAttemptEnd()
+	if !ok || len(end.FinalText) > session.MaxFinalText || end.FinalTextLen != len(long) || !strings.HasSuffix(long, end.FinalText) {
+		t.Fatalf("end entry keeps %d bytes of a %d-byte text (FinalTextLen %d)", len(end.FinalText), len(long), end.FinalTextLen)
+	}
+	tr, err := session.Open(main.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := childAnswers(t.Context(), t.TempDir(), tr)
+	if len(answers) != 1 {
+		t.Fatalf("answers = %+v", answers)
+	}
+	content := answers[0].Message.Results[0].Content
+	_, dropped := truncateTail(long, maxResultBytes)
+	if !strings.Contains(content, fmt.Sprintf("result truncated to its last 50KB (dropped %d bytes)", dropped)) || !strings.Contains(content, "é END") || strings.Contains(content, "START") {
+		t.Errorf("recovered result = %.300q", content)
+	}
+	if got := wholeFinalText(ctr, end); got != long {
+		t.Errorf("wholeFinalText gave %d bytes; want the whole %d", len(got), len(long))
 	}
 }

@@ -9,10 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 )
 
-// maxResultBytes caps a task result's text; the tail is kept.
-const maxResultBytes = 50 * 1024
+// maxResultBytes caps a task result's text; the tail is kept. It is what
+// an attempt's end entry keeps of its final text, so a result recovered
+// from the entry reads as the one first given.
+const maxResultBytes = session.MaxFinalText
 
 // truncateTail keeps the last max bytes of s without splitting a UTF-8
 // sequence and reports how many bytes were dropped.
@@ -82,7 +85,8 @@ func FirstRunes(s string, n int) string {
 type resultInput struct {
 	Status        string
 	Reason        string
-	Text          string // this attempt's final text only
+	Text          string // this attempt's final text only (or its tail: see TextLen)
+	TextLen       int    // the whole final text's length when Text is its tail; 0: len(Text)
 	Turns         int
 	Usage         model.Usage
 	Timeout       string // human timeout, for timeout results
@@ -125,7 +129,7 @@ func composeResult(in resultInput) (string, bool) {
 	case "completed":
 		switch {
 		case hasText:
-			writeText(&b, in.Text)
+			writeText(&b, in.Text, in.TextLen)
 			if in.Capped != "" {
 				fmt.Fprintf(&b, "\n\n%s", cappedLine(in))
 			}
@@ -137,7 +141,7 @@ func composeResult(in resultInput) (string, bool) {
 		}
 	case "crash":
 		if hasText {
-			writeText(&b, in.Text)
+			writeText(&b, in.Text, in.TextLen)
 			fmt.Fprintf(&b, "\n\n[task] child failed after %s: %s; partial result above.", Turns(in.Turns), in.Reason)
 		} else {
 			isError = true
@@ -199,8 +203,9 @@ func cappedWhy(capped string) string {
 	return "it hit its turn cap"
 }
 
-func writeText(b *strings.Builder, text string) {
+func writeText(b *strings.Builder, text string, whole int) {
 	kept, dropped := truncateTail(text, maxResultBytes)
+	dropped = max(dropped, whole-len(kept))
 	if dropped > 0 {
 		fmt.Fprintf(b, "[task] result truncated to its last 50KB (dropped %d bytes). Ask the child to write long output to a file and report its path instead.\n", dropped)
 	}

@@ -273,7 +273,7 @@ func atURL(b model.Binding) string {
 // with launched=true for childID, on a task result or among the records a
 // message collected (task_wait).
 func parentRecorded(path, childID string) bool {
-	tr, err := session.Open(path)
+	tr, err := session.OpenLean(path)
 	if err != nil {
 		return false
 	}

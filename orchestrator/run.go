@@ -69,7 +69,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		if err != nil {
 			return RunResult{}, err
 		}
-		tr, err := session.Open(path)
+		tr, err := session.OpenLean(path)
 		if err != nil {
 			return RunResult{}, fmt.Errorf("continue session %s: %w", opts.SessionID, err)
 		}

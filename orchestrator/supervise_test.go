@@ -108,7 +108,7 @@ func TestChildEndings(t *testing.T) {
 			launched: true, transcript: true,
 		},
 		{
-			name: "wraps up at its turn cap", child: func(w *fakeWorker) {
+			name: "wraps up at its turn cap", cfg: Config{MaxTurns: 40}, child: func(w *fakeWorker) {
 				if w.Start() && w.Say("what I found so far", model.Usage{}) {
 					w.Finish(ipc.Outcome{Status: StatusCompleted, Text: "what I found so far", Turns: 40, Capped: "turns", Health: []string{"the child repeated one failing command 6 times"}})
 				}

@@ -9,9 +9,12 @@
 // children: a task_wait result), and the lookup and listing of sessions and
 // their children under $INK_HOME.
 //
-// Three readers serve three needs: Open parses a whole transcript;
-// ReadForResume reads it in one pass for continuing it, decoding only the
-// history the model sees and skimming the rest (skim.go), so that its cost
+// Four readers serve four needs, each reading line by line with memory of
+// the order of the longest line: Open parses a whole transcript; OpenLean
+// parses it for supervision, keeping long messages that are not about tasks
+// as skeletons; ReadForResume reads it in one pass for continuing it,
+// decoding only the history the model sees (clipping a message whose line
+// passes MaxResumeLine) and skimming the rest (skim.go), so that its cost
 // and memory follow that history rather than the file; ReadTail reads a
 // transcript backwards from its end, only as far as its last attempt end
 // and message, which is all a resume's validation needs.

@@ -44,8 +44,10 @@ type AttemptEntry struct {
 	Usage *model.Usage `json:"usage,omitempty"`
 	// FinalTextLen is the byte length of the attempt's final assistant text.
 	FinalTextLen int `json:"finalTextLen"`
-	// FinalText is the attempt's final assistant text, so a result can be
-	// given again without a parent-side record.
+	// FinalText is the attempt's final assistant text, or its last
+	// MaxFinalText bytes when it is longer (FinalTextTail), so a result can
+	// be given again without a parent-side record. The whole text is the
+	// attempt's last assistant message.
 	FinalText string `json:"finalText,omitempty"`
 	// Capped (end only) is CappedTurns or CappedBudget when the attempt was
 	// stopped by a cap and FinalText is its wrap-up answer.

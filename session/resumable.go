@@ -31,6 +31,10 @@ type Resumable struct {
 	// file ends cleanly (or after RepairTail).
 	Torn *TornTail
 
+	// Clipped lists the message lines of the history past MaxResumeLine,
+	// which the View holds clipped (see ReadForResume).
+	Clipped []ClippedLine
+
 	skeleton []model.Message
 	view     *View
 	attempts Lifetime
@@ -91,6 +95,24 @@ func (l Lifetime) With(u *model.Usage) Lifetime {
 	return l.Total()
 }
 
+// MaxResumeLine is the resume line bound: a message of the model's history
+// whose transcript line is longer than this (a reply from before ink
+// bounded replies, a huge prompt) is given to the model with each of its
+// pieces cut to its first and last resumeKeep/2 bytes, around a note that
+// names the bound. The transcript keeps the line whole. No model could
+// read such a message whole, and holding every one of them whole would
+// make a resume's memory grow with the history instead of its longest line.
+const MaxResumeLine = model.MaxReplyBytes
+
+// resumeKeep is how much of each piece of a clipped message is kept.
+const resumeKeep = 256 << 10
+
+// ClippedLine is one message line of the history past MaxResumeLine.
+type ClippedLine struct {
+	Line  int   // its line number
+	Bytes int64 // its length
+}
+
 // ReadForResume reads the transcript at path in one pass, with the checks
 // of Open: a torn or invalid final line is left out and described in Torn;
 // an invalid line anywhere before it, or a compaction whose retained tail
@@ -98,7 +120,9 @@ func (l Lifetime) With(u *model.Usage) Lifetime {
 // and line; symlinks, directories, empty files and files without a valid
 // header are refused. Message lines outside the model's history are
 // checked and skimmed rather than decoded (see skim.go), which is what
-// makes a long transcript quick to continue.
+// makes a long transcript quick to continue. A message of the history
+// whose line passes MaxResumeLine is decoded alone and clipped at once
+// (Clipped lists them), so memory stays of the order of the longest line.
 func ReadForResume(path string) (*Resumable, error) {
 	f, fi, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
@@ -111,7 +135,7 @@ func ReadForResume(path string) (*Resumable, error) {
 	}
 	r := &Resumable{Path: path, Size: size}
 	var seg historySegment
-	lr := newLineReader(io.LimitReader(f, size))
+	lr := newLineReader(io.LimitReader(f, size), f)
 	for {
 		line, offset, lineNo, err := lr.next()
 		if err == io.EOF {
@@ -152,7 +176,7 @@ func ReadForResume(path string) (*Resumable, error) {
 		switch {
 		case skel != nil:
 			r.skeleton = append(r.skeleton, *skel)
-			seg.message(e.ID, skel.Role, offset, len(line))
+			seg.message(e.ID, skel.Role, offset, len(line), lineNo)
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
 			a := *e.Attempt
@@ -176,7 +200,7 @@ func ReadForResume(path string) (*Resumable, error) {
 			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
-	if r.view, err = seg.decode(f, path); err != nil {
+	if r.view, r.Clipped, err = seg.decode(f, path, lr.release()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -227,10 +251,11 @@ type segmentMessage struct {
 	role   model.Role
 	offset int64
 	length int
+	line   int
 }
 
-func (s *historySegment) message(id string, role model.Role, offset int64, length int) {
-	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length})
+func (s *historySegment) message(id string, role model.Role, offset int64, length, line int) {
+	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length, line: line})
 }
 
 // compaction applies compaction entry e, whose line ends at end.
@@ -256,14 +281,15 @@ func (s *historySegment) compaction(e Entry, end int64) error {
 const decodeChunk = 4 << 20
 
 // decode reads the messages of the history from f, a few MiB at a time,
-// and builds the View.
-func (s *historySegment) decode(f *os.File, path string) (*View, error) {
+// and builds the View, clipping the messages whose line passes
+// MaxResumeLine. buf, if not nil, is a buffer to reuse.
+func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []ClippedLine, error) {
+	var clipped []ClippedLine
 	v := &View{}
 	if s.summary != nil {
 		v.msgs = append(v.msgs, model.SummaryMessage(*s.summary))
 		v.ids = append(v.ids, "")
 	}
-	var buf []byte
 	for i := 0; i < len(s.msgs); {
 		// Read whole message lines from i on, up to a chunk (at least one).
 		start := s.msgs[i].offset
@@ -274,19 +300,31 @@ func (s *historySegment) decode(f *os.File, path string) (*View, error) {
 		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
 		buf = slices.Grow(buf[:0], n)[:n]
 		if _, err := f.ReadAt(buf, start); err != nil {
-			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+			return nil, nil, fmt.Errorf("read transcript %s: %w", path, err)
 		}
 		for ; i < j; i++ {
 			m := s.msgs[i]
 			e, err := decodeEntry(buf[m.offset-start : m.offset-start+int64(m.length)])
 			if err != nil || e.Message == nil {
-				return nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
+				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
 			}
-			v.msgs = append(v.msgs, *e.Message)
+			msg := *e.Message
+			if m.length > MaxResumeLine {
+				whole := pieceBytes(msg)
+				msg = model.ClipMessage(msg, resumeKeep, fmt.Sprintf("when this session was resumed: its transcript line (%d, %s) is over ink's resume line bound of %s; the transcript keeps it whole",
+					m.line, model.SizeString(int64(m.length)), model.SizeString(MaxResumeLine)))
+				if pieceBytes(msg) < whole {
+					clipped = append(clipped, ClippedLine{Line: m.line, Bytes: int64(m.length)})
+				}
+			}
+			v.msgs = append(v.msgs, msg)
 			v.ids = append(v.ids, e.ID)
 		}
+		if n > decodeChunk {
+			buf = nil // a long line's buffer, used: let it go
+		}
 	}
-	return v, nil
+	return v, clipped, nil
 }
 
 // Skeleton returns every message of the transcript in order, each with
@@ -395,26 +433,48 @@ func (r *Resumable) OpenWriter(fsys durable.FS) (*Writer, error) {
 }
 
 // lineReader yields the lines of a reader with their offsets and numbers,
-// "\n" included; a line longer than its buffer is gathered in a scratch
-// buffer. A returned line is valid until the next call.
+// "\n" included. A line longer than its buffer is measured first and then
+// read whole, at its offset, into a buffer of its exact size (kept for
+// the next long line, or handed on by release), so a line of tens of
+// megabytes costs its size once. A returned line is valid until the next
+// call.
 type lineReader struct {
 	r       *bufio.Reader
+	ra      io.ReaderAt // the same bytes as r, by offset from r's start
 	offset  int64
 	lineNo  int
 	scratch []byte
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 4<<20)}
+// lineBuffer is the lineReader's buffer: lines up to this size are read
+// through it.
+const lineBuffer = 4 << 20
+
+func newLineReader(r io.Reader, ra io.ReaderAt) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, lineBuffer), ra: ra}
+}
+
+// release hands over the buffer of long lines, for the caller to reuse.
+func (l *lineReader) release() []byte {
+	b := l.scratch
+	l.scratch = nil
+	return b
 }
 
 func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {
 	frag, err := l.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		l.scratch = append(l.scratch[:0], frag...)
+		n := len(frag)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			frag, err = l.r.ReadSlice('\n')
-			l.scratch = append(l.scratch, frag...)
+			n += len(frag)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, 0, err
+		}
+		l.scratch = slices.Grow(l.scratch[:0], n)[:n]
+		if _, rerr := l.ra.ReadAt(l.scratch, l.offset); rerr != nil {
+			return nil, 0, 0, rerr
 		}
 		frag = l.scratch
 	}
@@ -428,4 +488,19 @@ func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {
 	offset = l.offset
 	l.offset += int64(len(frag))
 	return frag, offset, l.lineNo, nil
+}
+
+// pieceBytes sums the texts, results and arguments of m.
+func pieceBytes(m model.Message) int {
+	n := 0
+	for _, b := range m.Content {
+		n += len(b.Text)
+	}
+	for _, r := range m.Results {
+		n += len(r.Content)
+	}
+	for _, c := range m.ToolCalls {
+		n += len(c.Args)
+	}
+	return n
 }

@@ -28,8 +28,9 @@ var errSkim = errors.New("skim: decode the line instead")
 
 // skimmed is what the skimmer takes from a message entry line.
 type skimmed struct {
-	id  string
-	msg model.Message // its skeleton: role, tool call ids and names, result ids and names
+	id     string
+	msg    model.Message // its skeleton: role, tool call ids and names, result ids and names
+	record bool          // the entry holds a TaskRecord
 }
 
 // strClass marks the bytes that end a run of plain string content: the
@@ -362,7 +363,7 @@ func (s *skimmer) isNull() bool {
 
 // The keys of the objects a message entry line holds.
 var (
-	entryKeys   = []string{"type", "id", "message", "taskRecord"}
+	entryKeys   = []string{"type", "id", "message", "taskRecord", "taskRecords"}
 	messageKeys = []string{"role", "content", "toolCalls", "usage", "model", "stopReason", "results"}
 	blockKeys   = []string{"type", "text", "signature"}
 	callKeys    = []string{"id", "name", "args"}
@@ -398,6 +399,15 @@ func skimMessageLine(line []byte) (skimmed, error) {
 			}
 			hasRecord = true
 			err = s.value(1)
+		case 4:
+			if s.isNull() {
+				return nil
+			}
+			if s.peek() != '[' {
+				return errSkim
+			}
+			out.record = true
+			err = s.value(1)
 		}
 		return err
 	})
@@ -416,6 +426,7 @@ func skimMessageLine(line []byte) (skimmed, error) {
 		return skimmed{}, errSkim
 	}
 	out.msg.Content = nil // checked; a skeleton keeps no content
+	out.record = out.record || hasRecord
 	return out, nil
 }
 

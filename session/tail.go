@@ -135,7 +135,7 @@ func ReadLifetime(path string) (Lifetime, error) {
 	}
 	defer f.Close()
 	var l Lifetime
-	lr := newLineReader(f)
+	lr := newLineReader(f, f)
 	for {
 		line, _, lineNo, err := lr.next()
 		if err == io.EOF {

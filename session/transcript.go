@@ -32,6 +32,9 @@ type Transcript struct {
 	Torn *TornTail
 	// Size is the file size that was read.
 	Size int64
+	// Lean is set for a transcript read with OpenLean: long messages that
+	// are not about tasks hold only their skeleton.
+	Lean bool
 
 	view View // the model's history, rebuilt from the last compaction
 }
@@ -59,7 +62,28 @@ type TornTail struct {
 // does not start at a message the model saw: a crash cannot write one. Symlinks, directories, empty files and files without a valid
 // header are refused with an error saying so (a header whose launch record
 // is invalid wraps ErrInvalidLaunch; a non-regular file wraps ErrNotRegular).
+// The file is read line by line: its memory is what it decodes to, plus
+// its longest line.
 func Open(path string) (*Transcript, error) {
+	return open(path, false)
+}
+
+// OpenLean is Open for readers that supervise rather than continue a
+// transcript (the tool calls and results of its tasks, its TaskRecords, its
+// attempts): every message line longer than leanLine bytes that is not a
+// task call or result, and holds no TaskRecord, is checked but kept only as
+// its skeleton — its role and its calls' and results' ids and names — so a
+// transcript with lines of tens of megabytes is read in memory of the order
+// of its longest line. Messages, History and View then hold those
+// skeletons; Lean is set.
+func OpenLean(path string) (*Transcript, error) {
+	return open(path, true)
+}
+
+// leanLine is the longest message line OpenLean decodes whatever it holds.
+const leanLine = 64 << 10
+
+func open(path string, lean bool) (*Transcript, error) {
 	f, fi, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
@@ -67,32 +91,31 @@ func Open(path string) (*Transcript, error) {
 	defer f.Close()
 	// Read what the file held when opened; an append racing with this read
 	// is left for the next Open.
-	data := make([]byte, fi.Size())
-	n, err := io.ReadFull(f, data)
-	data = data[:n]
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read transcript %s: %w", path, err)
-	}
-	return parseTranscript(path, data)
+	return readTranscript(path, f, fi.Size(), lean)
 }
 
 // parseTranscript parses the bytes of a transcript file.
 func parseTranscript(path string, data []byte) (*Transcript, error) {
-	if len(data) == 0 {
+	return readTranscript(path, bytes.NewReader(data), int64(len(data)), false)
+}
+
+// readTranscript parses the first size bytes of r, line by line.
+func readTranscript(path string, r io.ReaderAt, size int64, lean bool) (*Transcript, error) {
+	if size == 0 {
 		return nil, notStarted(path)
 	}
-	t := &Transcript{Path: path, Size: int64(len(data))}
-	lineNo := 0
-	for start := 0; start < len(data); {
-		lineNo++
-		end := len(data)
-		terminated := false
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			end = start + i + 1
-			terminated = true
+	t := &Transcript{Path: path, Size: size, Lean: lean}
+	lr := newLineReader(io.NewSectionReader(r, 0, size), r)
+	for {
+		line, start, lineNo, err := lr.next()
+		if err == io.EOF {
+			break
 		}
-		line := data[start:end]
-		last := end == len(data)
+		if err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+		}
+		terminated := line[len(line)-1] == '\n'
+		last := start+int64(len(line)) == size
 		if lineNo == 1 {
 			h, err := parseHeader(line)
 			if err != nil {
@@ -106,32 +129,58 @@ func parseTranscript(path string, data []byte) (*Transcript, error) {
 			}
 			t.Header = h
 			if !terminated {
-				t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: "the header line lacks its newline", NeedsNewline: true}
+				t.Torn = &TornTail{Offset: start, Line: lineNo, Bytes: len(line), Reason: "the header line lacks its newline", NeedsNewline: true}
 			}
-		} else {
-			e, err := decodeEntry(line)
-			switch {
-			case err != nil && last:
-				t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: tornReason(err, terminated)}
-			case err != nil:
-				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
-			default:
-				if err := t.view.Apply(e); err != nil {
-					return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged, so ink will not guess what the model saw (start a new session)", path, lineNo, err)
-				}
-				e.Line, e.Offset = lineNo, int64(start)
-				t.Entries = append(t.Entries, e)
-				if e.Message != nil {
-					t.Messages = append(t.Messages, *e.Message)
-				}
-				if !terminated {
-					t.Torn = &TornTail{Offset: int64(start), Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
-				}
+			continue
+		}
+		e, err := decodeLine(line, lean)
+		switch {
+		case err != nil && last:
+			t.Torn = &TornTail{Offset: start, Line: lineNo, Bytes: len(line), Reason: tornReason(err, terminated)}
+		case err != nil:
+			return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
+		default:
+			if err := t.view.Apply(e); err != nil {
+				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged, so ink will not guess what the model saw (start a new session)", path, lineNo, err)
+			}
+			e.Line, e.Offset = lineNo, start
+			t.Entries = append(t.Entries, e)
+			if e.Message != nil {
+				t.Messages = append(t.Messages, *e.Message)
+			}
+			if !terminated {
+				t.Torn = &TornTail{Offset: start, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
 			}
 		}
-		start = end
 	}
 	return t, nil
+}
+
+// decodeLine decodes one entry line after the header; lean, a long
+// message line that supervision does not read is skimmed to its skeleton.
+func decodeLine(line []byte, lean bool) (Entry, error) {
+	if lean && len(line) > leanLine && bytes.HasPrefix(line, messagePrefix) {
+		if s, err := skimMessageLine(line); err == nil && !s.record && !taskRelated(s.msg) {
+			msg := s.msg
+			return Entry{Type: EntryMessage, ID: s.id, Message: &msg}, nil
+		}
+	}
+	return decodeEntry(line)
+}
+
+// taskRelated reports whether skeleton m holds a task call or result.
+func taskRelated(m model.Message) bool {
+	for _, c := range m.ToolCalls {
+		if c.Name == "task" {
+			return true
+		}
+	}
+	for _, r := range m.Results {
+		if r.ToolName == "task" {
+			return true
+		}
+	}
+	return false
 }
 
 // tornReason words why a final line was left out.

@@ -489,7 +489,7 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	err := w.AppendAttempt(session.AttemptEntry{
 		Phase: "end", AttemptID: a.spec.AttemptID, Epoch: out.Epoch, Pid: os.Getpid(), Time: time.Now().UTC(),
 		Status: out.Status, Reason: out.Reason, Turns: out.Turns, Usage: &u,
-		FinalTextLen: len(out.Text), FinalText: out.Text, Capped: out.Capped, Health: out.Health,
+		FinalTextLen: len(out.Text), FinalText: session.FinalTextTail(out.Text), Capped: out.Capped, Health: out.Health,
 		Lifetime: &life,
 	})
 	if err != nil {
@@ -597,6 +597,10 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	}
 	if len(repairs) > 0 {
 		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
+	}
+	for _, c := range tr.Clipped {
+		a.event(event.Warning{Text: fmt.Sprintf("transcript line %d is %s, over ink's resume line bound of %s: the model sees the start and end of each of its parts; the transcript keeps it whole",
+			c.Line, model.SizeString(c.Bytes), model.SizeString(session.MaxResumeLine))})
 	}
 	return w, view, nil
 }

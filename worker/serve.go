@@ -154,7 +154,7 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	a := newAttempt(sp, stream, h.log)
 	a.log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
 	out := a.run(stream.Context())
-	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns)
+	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns, "peakRSS", peakRSS())
 	a.send(ipc.Outcome{
 		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: out.Turns, Usage: out.Usage,
 		AttemptID: sp.AttemptID, Epoch: out.Epoch, Health: out.Health, Capped: out.Capped,

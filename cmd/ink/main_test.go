@@ -24,6 +24,10 @@ import (
 var inkBin string
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(peakFileVar); path != "" {
+		// This test binary was started to measure an ink process.
+		os.Exit(runMeasured(path, os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "ink-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

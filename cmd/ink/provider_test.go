@@ -49,6 +49,9 @@ type reply struct {
 	body   string
 	events []sseEvent
 	cut    bool
+	// stream, when set, writes the body of a stream itself, after any
+	// events: for bodies too large to hold. It stops when a write fails.
+	stream func(w io.Writer) error
 }
 
 // sseEvent is one server-sent event; name is "" for OpenAI's data-only
@@ -106,6 +109,9 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		if fl != nil {
 			fl.Flush()
 		}
+	}
+	if rep.stream != nil {
+		rep.stream(w)
 	}
 	if rep.cut {
 		// Abort the connection mid-response, as a dropped network would.

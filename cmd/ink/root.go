@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 	pf.IntVar(&g.maxDepth, "max-depth", 1, "how deep children may delegate (1: children cannot delegate)")
 	pf.DurationVar(&g.taskTimeout, "task-timeout", 0, "default child timeout (default: none on a terminal, 60m otherwise)")
 	pf.StringVar(&g.session, "session", "", "continue this main session")
-	pf.IntVar(&g.maxTurns, "max-turns", 0, "cap every agent's model turns per attempt; a capped agent gets one last turn to answer (default: no cap)")
+	pf.IntVar(&g.maxTurns, "max-turns", orchestrator.DefaultMaxTurns, "cap every agent's model turns per attempt; a capped agent gets one last turn to answer")
 	pf.StringVar(&g.window, "context-window", "", "context window in tokens for every model, e.g. 128k (default: each model's own)")
 	pf.StringVar(&g.budget, "budget", "", "tokens the whole tree of agents may spend, e.g. 2M; agents wrap up as it runs out (default: no limit)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine bash: read-only, workspace-write or danger-full-access (default: workspace-write, read-only for agents without edit and write)")

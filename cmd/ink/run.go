@@ -94,7 +94,7 @@ func continueHint(res orchestrator.RunResult) string {
 	if res.SessionID == "" {
 		return ""
 	}
-	if tr, err := session.Open(res.Transcript); err != nil || len(tr.Messages) == 0 {
+	if tr, err := session.OpenLean(res.Transcript); err != nil || len(tr.Messages) == 0 {
 		return fmt.Sprintf(" (nothing was recorded in session %s; run the prompt again)", res.SessionID)
 	}
 	return fmt.Sprintf(" (session %s; continue it with `%s run --session %s \"…\"`)", res.SessionID, selfCommand(), res.SessionID)

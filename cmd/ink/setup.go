@@ -100,7 +100,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.maxTurns < 0 {
+	if g.maxTurns < 1 {
 		return nil, usageErr("--max-turns must be 1 or more, got %d", g.maxTurns)
 	}
 	var window, budget int64

@@ -104,6 +104,9 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onDelta func(m
 	acc := newAccumulator(modelID, onDelta)
 	for stream.Next() {
 		acc.add(stream.Current())
+		if acc.meter.TooLarge != nil {
+			return acc.message(), model.NewReplyTooLargeError(Name, acc.meter.TooLarge)
+		}
 	}
 	msg := acc.message()
 	var apiErr *sdk.Error

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,7 +14,7 @@ type block struct {
 	text      strings.Builder
 	signature string
 	id, name  string
-	input     strings.Builder
+	input     model.ToolArgsBuffer
 	done      bool
 }
 
@@ -30,6 +29,9 @@ type accumulator struct {
 	stopReason  string
 	stopped     bool // message_stop arrived
 	contentSeen bool // a delta reached onDelta
+	// meter counts the reply against ink's bounds; once meter.TooLarge
+	// is set the stream must stop.
+	meter model.ReplyMeter
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -73,15 +75,19 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion) {
 		d := ev.Delta
 		switch d.Type {
 		case "text_delta":
-			b.text.WriteString(d.Text)
-			a.emit(model.Delta{Type: "text", Text: d.Text})
+			if text := a.meter.Text(d.Text); text != "" {
+				b.text.WriteString(text)
+				a.emit(model.Delta{Type: "text", Text: text})
+			}
 		case "thinking_delta":
-			b.text.WriteString(d.Thinking)
-			a.emit(model.Delta{Type: "thinking", Text: d.Thinking})
+			if text := a.meter.Text(d.Thinking); text != "" {
+				b.text.WriteString(text)
+				a.emit(model.Delta{Type: "thinking", Text: text})
+			}
 		case "signature_delta":
 			b.signature += d.Signature
 		case "input_json_delta":
-			b.input.WriteString(d.PartialJSON)
+			a.meter.Args(&b.input, b.name, d.PartialJSON)
 		}
 	case "content_block_stop":
 		b := a.blocks[ev.Index]
@@ -122,18 +128,12 @@ func (a *accumulator) emit(d model.Delta) {
 }
 
 // toolCall returns the assembled call. Arguments that are not valid JSON
-// (which a complete tool_use block never has) are kept as a JSON string so
-// the transcript stays valid and the tool reports the problem.
+// (which a complete tool_use block never has) or that passed the
+// tool-argument bound make the call Invalid (model.ToolArgs,
+// model.DroppedArgs): the loop answers it without running it.
 func (b *block) toolCall() model.ToolCall {
-	raw := strings.TrimSpace(b.input.String())
-	if raw == "" {
-		raw = "{}"
-	}
-	args := json.RawMessage(raw)
-	if !json.Valid(args) {
-		args, _ = json.Marshal(raw)
-	}
-	return model.ToolCall{ID: b.id, Name: b.name, Args: args}
+	args, invalid := b.input.Args()
+	return model.ToolCall{ID: b.id, Name: b.name, Args: args, Invalid: invalid}
 }
 
 // message returns what has arrived so far. Tool calls whose block did not

@@ -122,6 +122,9 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onDelta func(m
 	acc := newAccumulator(modelID, onDelta)
 	for stream.Next() {
 		acc.add(stream.Current())
+		if acc.meter.TooLarge != nil {
+			return acc.message(), model.NewReplyTooLargeError(p.cfg.Name, acc.meter.TooLarge)
+		}
 	}
 	streamErr := stream.Err()
 	msg := acc.message()

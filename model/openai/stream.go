@@ -14,7 +14,7 @@ import (
 // call is one tool call being assembled from streamed deltas.
 type call struct {
 	id, name string
-	args     strings.Builder
+	args     model.ToolArgsBuffer
 }
 
 // accumulator assembles a chat completion stream into an ink message. Tool
@@ -33,6 +33,9 @@ type accumulator struct {
 	finished    bool // a finish_reason arrived
 	usageSeen   bool
 	contentSeen bool
+	// meter counts the reply against ink's bounds; once meter.TooLarge
+	// is set the stream must stop.
+	meter model.ReplyMeter
 }
 
 func newAccumulator(modelID string, onDelta func(model.Delta)) *accumulator {
@@ -52,13 +55,13 @@ func (a *accumulator) add(ch sdk.ChatCompletionChunk) {
 			continue // ink asks for one choice
 		}
 		d := c.Delta
-		if r := reasoningText(d); r != "" {
+		if r := a.meter.Text(reasoningText(d)); r != "" {
 			a.reasoning.WriteString(r)
 			a.emit(model.Delta{Type: "thinking", Text: r})
 		}
-		if d.Content != "" {
-			a.text.WriteString(d.Content)
-			a.emit(model.Delta{Type: "text", Text: d.Content})
+		if text := a.meter.Text(d.Content); text != "" {
+			a.text.WriteString(text)
+			a.emit(model.Delta{Type: "text", Text: text})
 		}
 		for _, tc := range d.ToolCalls {
 			a.addCall(tc)
@@ -95,7 +98,7 @@ func (a *accumulator) addCall(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 	if tc.Function.Name != "" && cur.name == "" {
 		cur.name = tc.Function.Name
 	}
-	cur.args.WriteString(tc.Function.Arguments)
+	a.meter.Args(&cur.args, cur.name, tc.Function.Arguments)
 }
 
 func (a *accumulator) emit(d model.Delta) {
@@ -163,19 +166,14 @@ func (a *accumulator) message() model.Message {
 		return m
 	}
 	for _, c := range a.calls {
-		raw := strings.TrimSpace(c.args.String())
-		if raw == "" {
-			raw = "{}"
-		}
-		args := json.RawMessage(raw)
-		if !json.Valid(args) {
-			// Keep the transcript valid JSON; the tool reports the problem.
-			args, _ = json.Marshal(raw)
-		}
+		// Arguments that are not valid JSON, or that passed the
+		// tool-argument bound, make the call Invalid: the loop answers it
+		// without running it.
+		args, invalid := c.args.Args()
 		if c.id == "" {
 			c.id = syntheticID()
 		}
-		m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: args})
+		m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: args, Invalid: invalid})
 	}
 	return m
 }
