@@ -103,7 +103,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		Worktree: rec.Worktree, Health: res.Health, Background: e.call.background,
 	}
 	o.pub.emit(child.label, child.sessionID, end)
-	return taskAnswer{Content: content, IsError: isErr, Record: rec, Result: res}
+	return taskAnswer{Content: content, IsError: isErr, Record: rec, Result: res, Answer: shownAnswer(in)}
 }
 
 // settleWorktree unlocks a child's worktree after an attempt (its worker is
