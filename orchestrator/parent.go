@@ -116,7 +116,8 @@ func (o *Orchestrator) NewParent(opts ParentOptions) *Parent {
 		depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd, shell: opts.Shell,
 	}
 	files := projectContext(o.cfg.Cwd)
-	ar.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
+	ar.base = promptBase{cwd: o.cfg.Cwd, date: time.Now(), set: o.profileSet(), files: files}
+	ar.system = ar.base.system(tools)
 	ar.files = contextRefs(files)
 	ctx, stop := context.WithCancelCause(context.Background())
 	p := &Parent{o: o, ar: ar, ctx: ctx, stop: stop, front: map[string]*frontCall{}, closeDone: make(chan struct{})}

@@ -212,7 +212,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	if plan.profile != nil {
 		body, agentName = plan.profile.Body, plan.profile.Name
 	}
-	system := childSystem(parent.system, body, notice)
+	system := childSystem(parent.base, plan.tools, body, notice)
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
@@ -227,7 +227,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	}
 	child := &agentRun{
 		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
-		depth: parent.depth + 1, binding: plan.binding, system: system, files: parent.files, tools: plan.tools,
+		depth: parent.depth + 1, binding: plan.binding, system: system, base: parent.base, files: parent.files, tools: plan.tools,
 		cwd: cwd, root: root, agent: agentName,
 	}
 	spec := ipc.AttemptSpec{
