@@ -27,9 +27,11 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve ink's child agents to an MCP client (Claude Code, Codex, Cursor, …) over stdio or HTTP",
 		Long: "Serve ink's child agents as MCP tools: task (one child, a batch run at once, or background children),\n" +
 			"task_status, task_wait, task_cancel, worktrees_list, worktree_diff, worktree_merge and agents_list.\n" +
-			"Over stdio by default (what `claude mcp add ink -- ink mcp` runs); --http ADDR serves streamable HTTP\n" +
-			"on loopback. One connection is one ink session in this directory (or --cwd); when the client goes\n" +
-			"away its children stop, record that the host was lost, and can be resumed later.",
+			"Over stdio by default (`ink mcp config claude|codex|cursor|json` prints what adds it to a client);\n" +
+			"--http ADDR serves streamable HTTP on loopback. One connection is one ink session in this directory\n" +
+			"(or --cwd); when the client goes away its children stop, record that the host was lost, and can be\n" +
+			"resumed later. Over stdio, a server that cannot run children (no usable model) still answers, and\n" +
+			"every tool call says why.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.session != "" {
@@ -51,8 +53,18 @@ func newMCPCmd(g *globals) *cobra.Command {
 				return usageErr("--allow-remote and --idle-timeout go with --http; over stdio the session ends when the client closes the pipe")
 			}
 			// A server lives long: it keeps profiles fresh and workers warm.
-			env, err := setup(cmd.Context(), g, preflight{watchProfiles: true, warmWorkers: true})
+			// Over stdio, a server that cannot run children still answers,
+			// saying why, rather than vanish from its client.
+			env, err := func() (*runEnv, error) {
+				if err := unexpandedVars(os.Environ()); err != nil && addr == "" {
+					return nil, err
+				}
+				return setup(cmd.Context(), g, preflight{watchProfiles: true, warmWorkers: true})
+			}()
 			if err != nil {
+				if addr == "" {
+					return serveUnavailable(err)
+				}
 				return err
 			}
 			defer env.close()
@@ -78,6 +90,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	f.StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (HOST:PORT, or a port on 127.0.0.1) instead of stdio")
 	f.BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (whoever reaches it can run agents that edit your files)")
 	f.DurationVar(&idle, "idle-timeout", 30*time.Minute, "with --http: end a session whose client sent nothing for this long (0: never)")
+	cmd.AddCommand(newMCPConfigCmd())
 	return cmd
 }
 

@@ -40,8 +40,10 @@ type globals struct {
 	verbose     bool
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootFor(&globals{}) }
+
+// newRootFor is the command tree with its shared flags read into g.
+func newRootFor(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ink",
 		Short:         "Delegate coding-agent work to child agents that run as separate processes",
