@@ -302,10 +302,10 @@ func interruptible(parent context.Context, stdoutGone <-chan struct{}, say func(
 		n := 0
 		for {
 			select {
-			case <-ch:
+			case sig := <-ch:
 				n++
 				if n == 1 {
-					say("cancelling every agent (press Ctrl-C again to kill them)")
+					say(firstSignalNote(sig, isTerminal(os.Stdin)))
 					cancel()
 				} else {
 					say("killing every agent")
@@ -323,6 +323,20 @@ func interruptible(parent context.Context, stdoutGone <-chan struct{}, say func(
 		}
 	}()
 	return ctx, func() { signal.Stop(ch); close(done); cancel() }
+}
+
+// firstSignalNote says what the first SIGINT or SIGTERM does. Only a
+// person at a terminal pressed Ctrl-C: a signal from elsewhere (an MCP
+// client stopping its server, a supervisor) is named as it is.
+func firstSignalNote(sig os.Signal, terminal bool) string {
+	if sig == os.Interrupt && terminal {
+		return "cancelling every agent (press Ctrl-C again to kill them)"
+	}
+	name := "SIGTERM"
+	if sig == os.Interrupt {
+		name = "SIGINT"
+	}
+	return fmt.Sprintf("cancelling every agent on %s, each records how it stopped (a second signal kills them)", name)
 }
 
 // survivePipeClose makes a write to a closed pipe fail with EPIPE instead
