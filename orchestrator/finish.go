@@ -100,7 +100,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	end := event.TaskEnd{
 		ChildID: child.sessionID, Status: res.Status, Reason: res.Reason, Turns: res.Turns,
 		Usage: &u, Transcript: child.transcript, ToolCallID: e.call.id, AttemptID: e.spec.AttemptID,
-		Worktree: rec.Worktree, Health: res.Health, Background: e.call.background,
+		Worktree: rec.Worktree, Health: res.Health, Background: e.call.background, Capped: res.Capped,
 	}
 	o.pub.emit(child.label, child.sessionID, end)
 	return taskAnswer{Content: content, IsError: isErr, Record: rec, Result: res, Answer: shownAnswer(in)}
