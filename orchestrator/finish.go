@@ -153,5 +153,5 @@ func lifetimeLine(path string) []string {
 	if total.Incomplete {
 		ge = "≥"
 	}
-	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", life.Attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
+	return []string{fmt.Sprintf("(child lifetime: %s, %s%s in / %s%s out)", fmt.Sprintf("%d %s", life.Attempts, plural(life.Attempts, "attempt", "attempts")), ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
 }
