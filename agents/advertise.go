@@ -26,10 +26,13 @@ const advertiseHeader = "# Agents\n\n"
 // Advertise renders the block of the main agent's system prompt that lists
 // the agents a task call may name: every loaded agent, sorted by name, as
 // "- name: description", each description on one line (whitespace and
-// control characters collapsed). Descriptions are shortened, longest
-// first, so that the block fits AdvertiseMaxBytes, and none is longer than
-// AdvertiseMaxDescription; when even short descriptions do not fit, the
-// agents are listed by name alone. When no agent loads it says why:
+// control characters collapsed), none longer than AdvertiseMaxDescription.
+// When they do not all fit AdvertiseMaxBytes, every agent keeps its name
+// and what tells it apart: boilerplate openings ("Use this agent when you
+// need to") are dropped, then each description is cut to its first
+// sentence, then the longest are cut to a fair share of the budget, and a
+// last line says how to read them whole; when even short descriptions do
+// not fit, the agents are listed by name alone. When no agent loads it says why:
 // project agents that are not trusted (and how to trust them), or none
 // defined (and where to define one). The block ends with a newline.
 func Advertise(s *Set) string {
@@ -67,7 +70,26 @@ func advertise(s *Set, limits advertiseLimits) string {
 		descs[i] = collapseDescription(p.Description, limits.description)
 		fixed += len("- ") + len(p.Name) + len(": ") + len("\n")
 	}
+	// When the descriptions do not all fit, each keeps what tells agents
+	// apart: boilerplate openings go first, then everything after the
+	// first sentence, then the longest are cut to a fair share.
 	cut, whole := fitDescriptions(descs, limits.total-fixed)
+	note := ""
+	if !whole {
+		note = advertiseShortened
+		for i := range descs {
+			descs[i] = dropBoilerplate(descs[i])
+		}
+		if cut, whole = fitDescriptions(descs, limits.total-fixed-len(note)); !whole {
+			for i := range descs {
+				descs[i] = firstSentence(descs[i])
+			}
+			cut, whole = fitDescriptions(descs, limits.total-fixed-len(note))
+		}
+		if !whole && cut < minDescription {
+			note = advertiseNamesOnly
+		}
+	}
 	for i, p := range all {
 		if !whole && cut < minDescription {
 			b.WriteString("- " + p.Name + "\n")
@@ -75,8 +97,75 @@ func advertise(s *Set, limits advertiseLimits) string {
 		}
 		b.WriteString("- " + p.Name + ": " + truncateUTF8(descs[i], cut) + "\n")
 	}
+	b.WriteString(note)
 	b.WriteString(footer)
 	return b.String()
+}
+
+// The notes that end a block whose descriptions were shortened.
+const (
+	advertiseShortened = "Descriptions are shortened to fit; `ink agents show NAME` prints one whole.\n"
+	advertiseNamesOnly = "Only the names fit; `ink agents ls` lists the descriptions.\n"
+)
+
+// boilerplate are the openings many Claude Code descriptions share, which
+// say nothing about the agent, with what replaces each ("" keeps the rest,
+// capitalised). Longer openings come first.
+var boilerplate = []struct{ opening, with string }{
+	{"use this agent when you need to ", ""},
+	{"use this agent when you want to ", ""},
+	{"use this agent whenever you need to ", ""},
+	{"use this agent when you need ", ""},
+	{"use this agent when ", "When "},
+	{"use this agent whenever ", "When "},
+	{"use this agent to ", ""},
+	{"use this agent for ", "For "},
+	{"use this agent if ", "If "},
+	{"use this agent ", ""},
+	{"this agent should be used when ", "When "},
+	{"this agent should be used to ", ""},
+	{"this agent should be used for ", "For "},
+	{"this agent ", ""},
+	{"use when ", "When "},
+}
+
+// dropBoilerplate removes a boilerplate opening from a one-line
+// description.
+func dropBoilerplate(d string) string {
+	lower := strings.ToLower(d)
+	for _, bp := range boilerplate {
+		if strings.HasPrefix(lower, bp.opening) && len(d) > len(bp.opening) {
+			rest := d[len(bp.opening):]
+			if bp.with != "" {
+				return bp.with + rest
+			}
+			r, size := utf8.DecodeRuneInString(rest)
+			return string(unicode.ToUpper(r)) + rest[size:]
+		}
+	}
+	return d
+}
+
+// firstSentence cuts a one-line description after its first sentence, or
+// before its examples, whichever comes first.
+func firstSentence(d string) string {
+	end := len(d)
+	for _, marker := range []string{"<example>", " Examples:", " Example:", " For example:", " e.g.:"} {
+		if i := strings.Index(d, marker); i > 0 && i < end {
+			end = i
+		}
+	}
+	for i := 0; i+1 < end; i++ {
+		switch d[i] {
+		case '.', '!', '?':
+			// A sentence ends at the mark followed by a space, not inside
+			// "e.g." or a version number.
+			if d[i+1] == ' ' && i >= 3 && !strings.HasSuffix(d[:i+1], "e.g.") && !strings.HasSuffix(d[:i+1], "i.e.") && !strings.HasSuffix(d[:i+1], "etc.") {
+				return d[:i+1]
+			}
+		}
+	}
+	return strings.TrimSpace(d[:end])
 }
 
 // fitDescriptions returns the largest cut (in bytes) such that the

@@ -72,13 +72,53 @@ func TestAdvertiseNamesEveryAgent(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("%d agents listed, want all %d", len(lines), n)
 	}
+	// Every description reads "Use this agent for job N. Long …": the
+	// boilerplate goes and the first sentence, which tells them apart,
+	// stays whole.
 	for i, name := range set.Names() {
-		if !strings.HasPrefix(lines[i], "- "+name+": Use this agent for job ") {
-			t.Fatalf("line %d is %q, want agent %s with the start of its description", i, lines[i], name)
+		var n int
+		fmt.Sscanf(name[len("a-agent-"):], "%d", &n)
+		if want := fmt.Sprintf("- %s: For job %d.", name, n); lines[i] != want {
+			t.Fatalf("line %d is %q, want %q", i, lines[i], want)
 		}
+	}
+	if !strings.HasSuffix(block, "Descriptions are shortened to fit; `ink agents show NAME` prints one whole.\n") {
+		t.Errorf("the block does not say how to read a description whole:\n…%s", block[len(block)-200:])
 	}
 	if strings.Contains(block, "omitted") {
 		t.Errorf("no agent may be omitted:\n%s", block[:500])
+	}
+}
+
+// TestAdvertiseKeepsWhatTellsAgentsApart: 386 agents whose descriptions
+// all open with "Use this agent when you need to" and run on with examples
+// are each listed by what they are for, not by the boilerplate they share.
+func TestAdvertiseKeepsWhatTellsAgentsApart(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	jobs := []string{"review Go code for races", "write database migrations", "tune Kubernetes manifests", "triage flaky tests"}
+	const n = 386
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("agent-%03d", i)
+		desc := fmt.Sprintf("Use this agent when you need to %s in service %d. Examples: <example>Context: the user asks. user: \"do it\" assistant: \"I will use the %s agent\"</example>", jobs[i%len(jobs)], i, name)
+		writeFile(t, filepath.Join(l.inkHome, "agents", name+".md"), profileText(name, desc))
+	}
+	set := Load(LoadOptions{InkHome: l.inkHome})
+	block := Advertise(set)
+	lines := agentLines(block)
+	if len(lines) != n || len(block) > AdvertiseMaxBytes {
+		t.Fatalf("%d agents in %d bytes", len(lines), len(block))
+	}
+	seen := map[string]bool{}
+	for i, line := range lines {
+		_, desc, _ := strings.Cut(line, ": ")
+		if strings.Contains(desc, "Use this agent") || !strings.Contains(strings.ToLower(desc), strings.ToLower(jobs[i%len(jobs)][:10])) {
+			t.Errorf("line %q does not say what the agent is for", line)
+		}
+		seen[desc] = true
+	}
+	if len(seen) < n/2 {
+		t.Errorf("only %d of %d descriptions differ", len(seen), n)
 	}
 }
 

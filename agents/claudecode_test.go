@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -290,7 +291,7 @@ func TestCheckStrictAndWarnings(t *testing.T) {
 
 // TestLenientReading holds the tolerant reading to what Claude Code reads:
 // top-level key: value lines, indented blocks under a key only when they
-// are YAML, no stray lines, no key twice.
+// are YAML, no stray lines; a key given twice keeps its first value.
 func TestLenientReading(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -305,7 +306,7 @@ func TestLenientReading(t *testing.T) {
 		{name: "block scalar", front: "name: x\ntools: Read: all\ndescription: |\n  first: line\n  second line", desc: "first: line\nsecond line"},
 		{name: "comments and blank lines", front: "# an agent\nname: x\n\ndescription: run: it\n", desc: "run: it"},
 		{name: "stray line", front: "name: x\ndescription: a: b\n<example>user: hi</example>"},
-		{name: "key twice", front: "name: x\ndescription: a: b\ndescription: c"},
+		{name: "key twice", front: "name: x\ndescription: a: b\ndescription: c", desc: "a: b"},
 		{name: "indented continuation", front: "name: x\ndescription: a: b\n  more text"},
 	}
 	for _, tt := range tests {
@@ -328,5 +329,37 @@ func TestLenientReading(t *testing.T) {
 				t.Errorf("description %q tools %v, want %q %s", p.Description, p.Tools, tt.desc, tt.tools)
 			}
 		})
+	}
+}
+
+// TestLoadRepeatedKeysAndSlashNames: the shapes Claude Code loads that ink
+// once skipped load too: frontmatters that repeat a key (examples written
+// as top-level "user:" lines, a description given twice) keep the first
+// value of each key and say so; a name with a '/' goes by its slug, and a
+// task naming the agent as its file does finds it.
+func TestLoadRepeatedKeysAndSlashNames(t *testing.T) {
+	t.Parallel()
+	l := newLayout(t)
+	claude := filepath.Join(l.home, ".claude", "agents", "studio")
+	for _, f := range []string{"frontend-developer.md", "api-tester.md", "sprint-prioritizer.md", "python-devops-expert.md"} {
+		copyFixture(t, f, claude)
+	}
+	set := Load(l.options(t, false))
+	if got, want := strings.Join(set.Names(), ","), "api-tester,frontend-developer,python-devops-ci-cd-expert,sprint-prioritizer"; got != want || len(set.Problems()) != 0 {
+		t.Fatalf("loaded %s, want %s; problems %v", got, want, set.Problems())
+	}
+	fe, _ := set.Get("frontend-developer")
+	if !strings.HasPrefix(fe.Description, "Use this agent when building user interfaces") || !slices.Contains(fe.Notes, `keys given more than once, read as Claude Code reads them: "Context" again on line 8 (the one on line 5 is kept); "user" again on lines 9, 11, 12 (the one on line 6 is kept); "assistant" again on line 10 (the one on line 7 is kept)`) {
+		t.Errorf("frontend-developer: %q, notes %q", fe.Description, fe.Notes)
+	}
+	api, _ := set.Get("api-tester")
+	if api.Description != "Use this agent for load tests, contract tests and API performance checks." {
+		t.Errorf("api-tester keeps its second description: %q", api.Description)
+	}
+	for _, asked := range []string{"Python DevOps/CI-CD Expert", "python-devops-ci-cd-expert"} {
+		p, err := set.Lookup(asked)
+		if err != nil || p.Name != "python-devops-ci-cd-expert" {
+			t.Errorf("Lookup(%q) = %q, %v", asked, p.Name, err)
+		}
 	}
 }

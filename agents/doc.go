@@ -11,8 +11,10 @@
 //     followed). Project directories load only when the project is trusted
 //     (LoadTrust, $INK_HOME/trust.json).
 //   - Parse reads strict YAML and, where that fails, the top-level
-//     "key: value" lines one by one; a name may hold spaces (it is also
-//     reached by its Slug); a closing fence may be a long rule of dashes.
+//     "key: value" lines one by one (a key given again keeps its first
+//     value, with a note); a name may hold spaces (it is also reached by
+//     its Slug), and a name with a '/' goes by its Slug; a closing fence
+//     may be a long rule of dashes.
 //     Lint lists every problem of a file; Check lists them for a directory,
 //     errors apart from warnings.
 //   - Claude Code tool names map to ink's; the tools ink lacks are dropped

@@ -56,6 +56,18 @@ func (r *reader) read(fields []field) {
 			case name == "":
 				r.fail(line, "%s", reasonMissingName)
 			default:
+				if strings.ContainsRune(name, '/') {
+					// Claude Code loads such names ("Python DevOps/CI-CD
+					// Expert"); a '/' cannot be in an agent's name, so
+					// the agent goes by its slug, as names with spaces
+					// can.
+					slug := Slug(name)
+					if slug != "" && badName(slug) == "" {
+						p.Notes = append(p.Notes, fmt.Sprintf("name %q holds a '/', which an agent name cannot; the agent is named %s", name, slug))
+						p.Name, p.Slug = slug, slug
+						continue
+					}
+				}
 				if why := badName(name); why != "" {
 					r.fail(line, "name %q %s", name, why)
 					continue

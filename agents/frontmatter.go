@@ -89,11 +89,15 @@ var topLevelKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // YAML (typically a description with ": " inside) keeps the rest of its
 // line, trimmed, as its value. Blank lines and comment lines are skipped.
 //
+// A key given again (Claude Code files repeat "user:" in the examples of a
+// description) keeps its first value; the later ones come back in
+// repeated, for a note.
+//
 // It is no more lenient than that: a line that is neither a key line, an
-// indented line under one, a blank line nor a comment, an indented block
-// that is not YAML, or a key given twice, makes it fail (ok false), and the
-// strict YAML error stands.
-func lenientFields(front string) (fields []field, ok bool) {
+// indented line under one, a blank line nor a comment, or an indented
+// block that is not YAML, makes it fail (ok false), and the strict YAML
+// error stands.
+func lenientFields(front string) (fields, repeated []field, ok bool) {
 	lines := strings.Split(front, "\n")
 	seen := map[string]bool{}
 	for i := 0; i < len(lines); {
@@ -104,12 +108,10 @@ func lenientFields(front string) (fields []field, ok bool) {
 		}
 		m := topLevelKey().FindStringSubmatch(line)
 		if m == nil {
-			return nil, false // an indented line with no key above it, or not a key line
+			return nil, nil, false // an indented line with no key above it, or not a key line
 		}
 		key, rest := m[1], strings.TrimSpace(m[2])
-		if seen[key] {
-			return nil, false
-		}
+		again := seen[key]
 		seen[key] = true
 		start := i
 		i++
@@ -123,22 +125,26 @@ func lenientFields(front string) (fields []field, ok bool) {
 		}
 		snippet := strings.Join(lines[start:end], "\n")
 		raw := strings.TrimSpace(strings.TrimPrefix(snippet, key+":"))
+		f := field{key: key, line: start + 1 + frontmatterOpenerLine, raw: raw}
 		var ms yaml.MapSlice
 		err := yaml.UnmarshalWithOptions([]byte(snippet), &ms)
 		switch {
 		case err == nil && len(ms) == 1:
-			fields = append(fields, field{key: key, value: ms[0].Value, line: start + 1 + frontmatterOpenerLine, raw: raw})
+			f.value = ms[0].Value
 		case end == start+1:
-			var value any
 			if rest != "" {
-				value = rest
+				f.value = rest
 			}
-			fields = append(fields, field{key: key, value: value, line: start + 1 + frontmatterOpenerLine, raw: raw})
 		default:
-			return nil, false
+			return nil, nil, false
+		}
+		if again {
+			repeated = append(repeated, f)
+		} else {
+			fields = append(fields, f)
 		}
 	}
-	return fields, true
+	return fields, repeated, true
 }
 
 func startsIndented(line string) bool {

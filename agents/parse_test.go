@@ -127,7 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"thinking-extreme.md", `testdata/bad/thinking-extreme.md:4: thinking must be one of off, minimal, low, medium, high, xhigh, max; got "extreme"`},
 		{"tab-indent.md", `testdata/bad/tab-indent.md:3: invalid YAML: found character '\t' that cannot start any token (indent with spaces; YAML does not allow tabs)`},
 		{"model-unknown-provider.md", `testdata/bad/model-unknown-provider.md:4: model "acme/fast-1": unknown provider "acme"; use one of anthropic, openai, deepseek, ollama, vllm, openrouter, or script:PATH`},
-		{"name-with-slash.md", `testdata/bad/name-with-slash.md:2: name "team/reviewer" cannot be used: a name has no '/', '\', ':', tabs or control characters (use letters, digits, '-' and spaces, such as code-reviewer)`},
+		{"name-with-backslash.md", `testdata/bad/name-with-backslash.md:2: name "team\\reviewer" cannot be used: a name has no '/', '\', ':', tabs or control characters (use letters, digits, '-' and spaces, such as code-reviewer)`},
 		{"unquoted-colon-and-indented-lines.md", `testdata/bad/unquoted-colon-and-indented-lines.md:3: invalid YAML: mapping value is not allowed in this context (the value of "description" contains ": "; put it in quotes or write it as a block scalar: "description: |" then the text indented on the next lines)`},
 		{"several-problems.md", `testdata/bad/several-problems.md:1: missing required field "name": add a line "name: my-agent" to the frontmatter (and 2 more problems; ` + "`ink agents check`" + ` lists them)`},
 		{"list-frontmatter.md", `testdata/bad/list-frontmatter.md:2: the frontmatter must be YAML "key: value" lines`},
@@ -251,7 +251,9 @@ func TestParseFields(t *testing.T) {
 		{name: "model script", fields: "model: script:flows/a.yaml", model: "script:flows/a.yaml"},
 		{name: "model provider without id", fields: "model: openai/", wantError: `x.md:4: model "openai/": missing model name after "openai/"`},
 		{name: "disallowed narrows listed tools", fields: "tools: Read, Bash, Grep\ndisallowedTools: [Bash]", tools: []string{"read", "grep"}, notes: []string{"disallowedTools (line 5): the agent gets read, grep"}},
-		{name: "duplicate key", fields: "timeout: 5\ntimeout: 6", wantError: `x.md:5: invalid YAML: mapping key "timeout" already defined at [3:1]`},
+		{name: "duplicate key keeps the first", fields: "timeout: 5\ntimeout: 6", timeout: 5 * time.Second, notes: []string{
+			`the frontmatter is not valid YAML (line 5: mapping key "timeout" already defined at [3:1]); ink reads it line by line, as Claude Code does (` + "`ink agents check --strict`" + ` reports it)`,
+			`keys given more than once, read as Claude Code reads them: "timeout" again on line 5 (the one on line 4 is kept)`}},
 		{name: "aliases refused", fields: "x: &a [1, 2]\ny: *a", wantError: `x.md:5: YAML aliases (*a) are not allowed in a profile; write the value out`},
 		{name: "tools star", fields: `tools: "*"`, tools: nil, notes: []string{`"tools: *" gives the agent its parent's tools`}},
 		{name: "disallowed pattern withholds the whole tool", fields: "disallowedTools: Bash(rm:*), WebFetch, Task", tools: []string{"read", "grep", "find", "ls", "edit", "write"}, notes: []string{

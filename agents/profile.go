@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -193,7 +194,7 @@ func Lint(path string, data []byte) (p Profile, problems []Problem) {
 
 	fields, strictProblem, final := strictFields(path, front)
 	if strictProblem != nil {
-		lenient, ok := lenientFields(front)
+		lenient, repeated, ok := lenientFields(front)
 		ok = ok && !final
 		if !ok {
 			strictProblem.Agent = declaredName(front)
@@ -203,6 +204,9 @@ func Lint(path string, data []byte) (p Profile, problems []Problem) {
 		p.StrictYAML = strictProblem
 		short, _, _ := strings.Cut(strings.TrimPrefix(strictProblem.Reason, "invalid YAML: "), " (")
 		p.Notes = append(p.Notes, fmt.Sprintf("the frontmatter is not valid YAML (line %d: %s); ink reads it line by line, as Claude Code does (`ink agents check --strict` reports it)", strictProblem.Line, short))
+		if note := repeatedNote(fields, repeated); note != "" {
+			p.Notes = append(p.Notes, note)
+		}
 	}
 	r := &reader{path: path, p: &p}
 	r.read(fields)
@@ -337,6 +341,35 @@ func yamlHint(front string, line int, msg string) string {
 		return " (a value that contains \": \" must be quoted or written as a block scalar)"
 	}
 	return fmt.Sprintf(" (the value of %q contains \": \"; put it in quotes or write it as a block scalar: %q then the text indented on the next lines)", key, key+": |")
+}
+
+// repeatedNote says which keys the line-by-line reading found again, and
+// that the first of each is kept; "" when none repeats.
+func repeatedNote(fields, repeated []field) string {
+	if len(repeated) == 0 {
+		return ""
+	}
+	first := map[string]int{}
+	for _, f := range fields {
+		first[f.key] = f.line
+	}
+	var order []string
+	lines := map[string][]string{}
+	for _, f := range repeated {
+		if lines[f.key] == nil {
+			order = append(order, f.key)
+		}
+		lines[f.key] = append(lines[f.key], strconv.Itoa(f.line))
+	}
+	var parts []string
+	for _, k := range order {
+		word := "line"
+		if len(lines[k]) > 1 {
+			word = "lines"
+		}
+		parts = append(parts, fmt.Sprintf("%q again on %s %s (the one on line %d is kept)", k, word, strings.Join(lines[k], ", "), first[k]))
+	}
+	return "keys given more than once, read as Claude Code reads them: " + strings.Join(parts, "; ")
 }
 
 // badName says why a name cannot be used, or "" when it can. Spaces are

@@ -310,6 +310,11 @@ func (s *Set) Get(name string) (Profile, bool) {
 	if full, ok := s.bySlug[Slug(name)]; ok {
 		return s.byName[full].clone(), true
 	}
+	// An agent whose name is the slug of name (a name with a '/' goes by
+	// its slug).
+	if p, ok := s.byName[Slug(name)]; ok {
+		return p.clone(), true
+	}
 	return Profile{}, false
 }
 

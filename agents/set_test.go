@@ -132,7 +132,7 @@ func TestLoadSkipsBadFilesAndLoadsTheRest(t *testing.T) {
 	}
 
 	set := Load(LoadOptions{Home: l.home, InkHome: l.inkHome})
-	want := "ab-test-analyst,architect,code-reviewer,debugger,doc-writer,explorer,Python Testing Expert,refactorer,release-notes,researcher,security-auditor,team-lead,test-runner"
+	want := "ab-test-analyst,api-tester,architect,code-reviewer,debugger,doc-writer,explorer,frontend-developer,Python Testing Expert,python-devops-ci-cd-expert,refactorer,release-notes,researcher,security-auditor,sprint-prioritizer,team-lead,test-runner"
 	if got := strings.Join(set.Names(), ","); got != want {
 		t.Errorf("loaded %s\nwant %s", got, want)
 	}

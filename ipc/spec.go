@@ -84,6 +84,12 @@ type AttemptSpec struct {
 	// travel only here, over the worker's socket: a worker's environment
 	// holds no key. Never log or store a spec.
 	Credentials map[string]string `json:"credentials,omitempty"`
+	// Settings are the provider variables the worker needs that are not
+	// secret and not resolved into the binding: the stall limits
+	// (INK_RESPONSE_HEADER_TIMEOUT, INK_STREAM_IDLE_TIMEOUT) as the host
+	// has them set. Like Credentials they travel only here, since a
+	// worker's environment holds no provider variable.
+	Settings map[string]string `json:"settings,omitempty"`
 	// Redact fingerprints every other configured secret, so that the
 	// worker redacts their exact occurrences without holding them.
 	Redact []secret.Fingerprint `json:"redact,omitempty"`

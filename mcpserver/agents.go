@@ -12,38 +12,24 @@ const agentsListDescription = "List the agent profiles task can run (its agent a
 	"and timeout, plus profile files that were skipped and why. Profiles live in ~/.ink/agents, ~/.claude/agents and the " +
 	"project's .ink/agents and .claude/agents (project ones once the project is trusted with `ink trust`)."
 
-// agentInfo is one profile as agents_list reports it.
-type agentInfo struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Tools       []string `json:"tools,omitempty"`
-	Model       string   `json:"model,omitempty"`
-	TimeoutS    float64  `json:"timeoutSeconds,omitempty"`
-	Worktree    *bool    `json:"worktree,omitempty"`
-	Source      string   `json:"source"`
-	// Refused says why a task naming this agent is refused ("" when it
-	// runs).
-	Refused string `json:"refused,omitempty"`
-}
-
 // addAgentTools registers agents_list.
 func (s *Server) addAgentTools() {
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: "agents_list", Title: "List agent profiles", Description: agentsListDescription, InputSchema: noArgs,
 		Annotations: &mcp.ToolAnnotations{Title: "List agent profiles", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.agentsList)
 }
 
-func (s *Server) agentsList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) agentsList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *AgentsOutput) {
 	if _, err := strictArgs("agents_list", req.Params.Arguments); err != nil {
 		return toolError(err.Error()), nil
 	}
-	list := []agentInfo{}
+	list := []AgentInfo{}
 	var notes []string
 	if s.cfg.Profiles != nil {
 		if set := s.cfg.Profiles.Current(); set != nil {
 			for _, p := range set.All() {
-				a := agentInfo{Name: p.Name, Description: p.Description, Tools: p.Tools, Model: p.Model, TimeoutS: p.Timeout.Seconds(), Worktree: p.Worktree, Source: p.Source}
+				a := AgentInfo{Name: p.Name, Description: p.Description, Tools: p.Tools, Model: p.Model, TimeoutS: p.Timeout.Seconds(), Worktree: p.Worktree, Source: p.Source}
 				if len(p.UnknownTools) > 0 {
 					a.Refused = fmt.Sprintf("it lists unknown tools %s; fix the tools: line of %s", strings.Join(p.UnknownTools, ", "), p.Source)
 				}
@@ -89,7 +75,5 @@ func (s *Server) agentsList(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		b.WriteString("\n")
 		b.WriteString(n)
 	}
-	out := textResult(b.String(), false)
-	out.StructuredContent = map[string]any{"agents": list, "notes": notes}
-	return out, nil
+	return textResult(b.String(), false), &AgentsOutput{Agents: list, Notes: notes}
 }

@@ -61,7 +61,8 @@ import (
 
 // Config configures a Server.
 type Config struct {
-	// Orchestrator runs every session's children; required.
+	// Orchestrator runs every session's children; required unless
+	// Unavailable is set.
 	Orchestrator *orchestrator.Orchestrator
 	// Profiles are the agent profiles (agents_list); nil lists none.
 	Profiles orchestrator.Profiles
@@ -71,6 +72,11 @@ type Config struct {
 	Version string
 	// Logger receives the server's own log; nil discards it.
 	Logger *slog.Logger
+	// Unavailable, when set, says why no child can run (no usable model)
+	// and how to fix it. The server still answers: its instructions say
+	// so, and every tool call is an error with this text, so that the
+	// client shows it rather than losing the server without a word.
+	Unavailable string
 }
 
 // Server is ink's MCP server. One Server serves one stdio connection or
@@ -94,7 +100,7 @@ type connection struct {
 
 // New returns a server with every tool registered.
 func New(cfg Config) (*Server, error) {
-	if cfg.Orchestrator == nil || cfg.InkHome == "" {
+	if cfg.Unavailable == "" && (cfg.Orchestrator == nil || cfg.InkHome == "") {
 		return nil, errors.New("mcpserver: Config needs an Orchestrator and InkHome")
 	}
 	if cfg.Logger == nil {
@@ -104,8 +110,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = orchestrator.InkVersion
 	}
 	s := &Server{cfg: cfg, sessions: map[*mcp.ServerSession]*connection{}}
+	instr := instructions
+	if cfg.Unavailable != "" {
+		instr = "ink cannot run child agents here: " + cfg.Unavailable + " Every ink tool answers with this message until the server is restarted with a usable model."
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ink", Title: "ink: process-isolated, resumable child agents", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instr,
 		Logger:       cfg.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
@@ -238,6 +248,17 @@ func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession, p *orch
 		go s.endSession(ss)
 	})
 	return out, func() { stop(); cancel(nil) }
+}
+
+// add registers t with h; while no child can run (Config.Unavailable),
+// every call of t answers with why.
+func (s *Server) add(t *mcp.Tool, h mcp.ToolHandler) {
+	if why := s.cfg.Unavailable; why != "" {
+		h = func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return toolError("ink cannot run child agents: " + why), nil
+		}
+	}
+	s.mcp.AddTool(t, h)
 }
 
 // toolError is an isError result with text.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,24 +39,24 @@ func boolPtr(b bool) *bool { return &b }
 
 // addTaskTools registers task, task_status, task_wait and task_cancel.
 func (s *Server) addTaskTools() {
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: "task", Title: "Run child agents", Description: taskDescription,
 		InputSchema: taskargs.TaskSchema(true),
 		// A child edits files and runs commands: not read-only, and
 		// running the same task twice does the work twice.
 		Annotations: &mcp.ToolAnnotations{Title: "Run child agents", ReadOnlyHint: false, DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)},
 	}, s.task)
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: taskargs.StatusTool, Title: "Child status", Description: statusDescription,
 		InputSchema: taskargs.StatusSchema(),
 		Annotations: &mcp.ToolAnnotations{Title: "Child status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.status)
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: taskargs.WaitTool, Title: "Collect background children", Description: waitDescription,
 		InputSchema: taskargs.WaitSchema(),
 		Annotations: &mcp.ToolAnnotations{Title: "Collect background children", ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.wait)
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: taskargs.CancelTool, Title: "Stop a child", Description: cancelDescription,
 		InputSchema: taskargs.CancelSchema(),
 		// Stopping keeps the child's work and lets it be resumed.
@@ -64,7 +65,7 @@ func (s *Server) addTaskTools() {
 }
 
 // task runs one task call: one child, a batch, or background children.
-func (s *Server) task(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) task(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *TaskOutput) {
 	b, err := taskargs.ParseBatch(req.Params.Arguments)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -78,32 +79,11 @@ func (s *Server) task(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	prog := newProgress(req)
 	defer prog.stop()
 	res := p.Task(callCtx, orchestrator.Call{Tasks: b.Tasks, Background: b.Background, Batch: !b.Single, Progress: prog.update})
-	out := textResult(res.Content, res.IsError)
-	out.StructuredContent = taskSummary(res)
-	return out, nil
-}
-
-// taskSummary is the structured form of a task result: one entry per task.
-func taskSummary(res orchestrator.CallResult) map[string]any {
-	tasks := make([]map[string]any, 0, len(res.Tasks))
-	for _, t := range res.Tasks {
-		e := map[string]any{"status": t.Status, "isError": t.IsError}
-		if t.Record.ChildID != "" {
-			e["childId"] = t.Record.ChildID
-		}
-		if t.Record.Transcript != nil && t.Record.Transcript.Present {
-			e["transcript"] = t.Record.Transcript.Path
-		}
-		if w := t.Record.Worktree; w != nil {
-			e["worktree"] = map[string]any{"path": w.Path, "branch": w.Branch, "disposition": w.Disposition}
-		}
-		tasks = append(tasks, e)
-	}
-	return map[string]any{"tasks": tasks}
+	return textResult(res.Content, res.IsError), &TaskOutput{Summary: res.Summary, Tasks: childResults(res.Tasks)}
 }
 
 // status answers task_status.
-func (s *Server) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *StatusOutput) {
 	a, err := taskargs.ParseStatus(req.Params.Arguments)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -113,20 +93,16 @@ func (s *Server) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return toolError("task_status: " + err.Error()), nil
 	}
 	res := p.Status(a)
-	out := textResult(res.Content, res.IsError)
-	if !res.IsError {
-		children := res.Children
-		if children == nil {
-			children = []orchestrator.ChildStatus{}
-		}
-		out.StructuredContent = map[string]any{"children": children}
+	children := res.Children
+	if children == nil {
+		children = []orchestrator.ChildStatus{}
 	}
-	return out, nil
+	return textResult(res.Content, res.IsError), &StatusOutput{Summary: res.Summary, Children: children}
 }
 
 // wait answers task_wait; a client that cancels the call ends the wait,
 // not the children.
-func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *CollectOutput) {
 	a, err := taskargs.ParseWait(req.Params.Arguments)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -137,12 +113,11 @@ func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	}
 	callCtx, release := s.callContext(ctx, req.Session, p)
 	defer release()
-	res := p.Wait(callCtx, a)
-	return textResult(res.Content, res.IsError), nil
+	return collected(p.Wait(callCtx, a))
 }
 
 // cancel answers task_cancel.
-func (s *Server) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *CollectOutput) {
 	a, err := taskargs.ParseCancel(req.Params.Arguments)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -153,6 +128,14 @@ func (s *Server) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	callCtx, release := s.callContext(ctx, req.Session, p)
 	defer release()
-	res := p.Cancel(callCtx, a)
-	return textResult(res.Content, res.IsError), nil
+	return collected(p.Cancel(callCtx, a))
+}
+
+// collected is the result of task_wait or task_cancel.
+func collected(res orchestrator.CallResult) (*mcp.CallToolResult, *CollectOutput) {
+	summary := res.Summary
+	if summary == "" {
+		summary, _, _ = strings.Cut(res.Content, "\n")
+	}
+	return textResult(res.Content, res.IsError), &CollectOutput{Summary: summary, Tasks: childResults(res.Tasks), Running: res.Children, Next: res.Next}
 }

@@ -43,15 +43,15 @@ var noArgs = json.RawMessage(`{"type":"object","properties":{},"additionalProper
 // worktree_merge. They call package worktree the way `ink worktrees` does,
 // through the small functions below.
 func (s *Server) addWorktreeTools() {
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: "worktrees_list", Title: "List child worktrees", Description: worktreesListDescription, InputSchema: noArgs,
 		Annotations: &mcp.ToolAnnotations{Title: "List child worktrees", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreesList)
-	s.mcp.AddTool(&mcp.Tool{
+	s.add(&mcp.Tool{
 		Name: "worktree_diff", Title: "Diff a child's worktree", Description: worktreeDiffDescription, InputSchema: idSchema,
 		Annotations: &mcp.ToolAnnotations{Title: "Diff a child's worktree", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreeDiff)
-	s.mcp.AddTool(&mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: "worktree_merge", Title: "Merge a child's branch", Description: worktreeMergeDescription, InputSchema: mergeSchema,
 		// A merge adds a commit and changes the checkout; a second merge
 		// finds nothing to do.
@@ -119,7 +119,7 @@ func (s *Server) findWorktree(ctx context.Context, tool, id string) (worktree.In
 	return info, nil
 }
 
-func (s *Server) worktreesList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) worktreesList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *WorktreesOutput) {
 	if _, err := strictArgs("worktrees_list", req.Params.Arguments); err != nil {
 		return toolError(err.Error()), nil
 	}
@@ -127,12 +127,11 @@ func (s *Server) worktreesList(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return toolError("worktrees_list: " + err.Error()), nil
 	}
-	if infos == nil {
-		infos = []worktree.Info{}
+	out := &WorktreesOutput{Worktrees: []WorktreeEntry{}}
+	for _, in := range infos {
+		out.Worktrees = append(out.Worktrees, worktreeEntry(in))
 	}
-	out := textResult(worktreesText(infos), false)
-	out.StructuredContent = map[string]any{"worktrees": infos}
-	return out, nil
+	return textResult(worktreesText(infos), false), out
 }
 
 // worktreesText renders the list, one worktree per line.
@@ -191,7 +190,7 @@ func (s *Server) worktreeDiff(ctx context.Context, req *mcp.CallToolRequest) (*m
 	return textResult(patch, false), nil
 }
 
-func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *MergeOutput) {
 	fields, err := strictArgs("worktree_merge", req.Params.Arguments, "id", "commit")
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -230,7 +229,9 @@ func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*
 	case res.Kept != "":
 		text += fmt.Sprintf("; kept the worktree %s: %s", info.Record.Path, res.Kept)
 	}
-	out := textResult(text, false)
-	out.StructuredContent = res
-	return out, nil
+	return textResult(text, false), &MergeOutput{
+		Summary: text, ChildID: res.ChildID, Branch: res.Branch, Into: res.Into, Path: info.Record.Path,
+		Committed: res.Committed, CommittedFiles: res.CommittedFiles, Commit: res.Commit, AlreadyMerged: res.AlreadyMerged,
+		Shortstat: res.Shortstat, Removed: res.Removed, Kept: res.Kept,
+	}
 }

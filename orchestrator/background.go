@@ -32,6 +32,9 @@ type controlAnswer struct {
 	Ended []TaskResult
 	// Pending names the background children not collected yet (pending).
 	Pending []string
+	// Summary is Content's first line; Next, when children are still
+	// running, says why the wait ended without them and what to do.
+	Summary, Next string
 }
 
 func (c controlAnswer) ipc() ipc.TaskAnswer {
@@ -90,11 +93,13 @@ func (o *Orchestrator) startBackground(ctx context.Context, parent *agentRun, ca
 	}()
 	select {
 	case t := <-reg:
-		return taskAnswer{Content: startedText(t.status())}
+		st := t.status()
+		return taskAnswer{Content: startedText(st), Started: &st}
 	case ans := <-final:
 		select {
 		case t := <-reg: // registered, and already ended
-			return taskAnswer{Content: startedText(t.status())}
+			st := t.status()
+			return taskAnswer{Content: startedText(st), Started: &st}
 		default:
 			return ans
 		}
@@ -306,6 +311,7 @@ func collectAnswer(tool string, targets []*trackedChild, timeoutMs *int64, inter
 	default:
 		fmt.Fprintf(&b, "%s: %d of %d %s ended.", tool, len(out.Ended), len(targets), plural(len(targets), "child", "children"))
 	}
+	out.Summary = b.String()
 	for _, bl := range blocks {
 		b.WriteString("\n\n")
 		b.WriteString(bl)
@@ -323,7 +329,9 @@ func collectAnswer(tool string, targets []*trackedChild, timeoutMs *int64, inter
 			b.WriteString("\n")
 			b.WriteString(StatusLine(st))
 		}
-		b.WriteString("\nCall task_wait again to keep waiting, or task_cancel to stop a child you no longer need.")
+		const next = "Call task_wait again to keep waiting, or task_cancel to stop a child you no longer need."
+		b.WriteString("\n" + next)
+		out.Next = why + ". " + next
 	}
 	out.Content = b.String()
 	return out
@@ -356,7 +364,8 @@ func (o *Orchestrator) cancelChild(ctx context.Context, ar *agentRun, id string)
 		out := collectAnswer(taskargs.CancelTool, targets, nil, "")
 		st := t.status()
 		ans, _ := t.result()
-		out.Content = fmt.Sprintf("task_cancel: child %s had already ended (%s); nothing to stop.\n\n%s", id, st.Status, resultBlock(st, ans))
+		out.Summary = fmt.Sprintf("task_cancel: child %s had already ended (%s); nothing to stop.", id, st.Status)
+		out.Content = out.Summary + "\n\n" + resultBlock(st, ans)
 		return out
 	}
 	t.cancel(StopCause(StatusAborted, "cancelled with task_cancel"))
@@ -367,7 +376,8 @@ func (o *Orchestrator) cancelChild(ctx context.Context, ar *agentRun, id string)
 	}
 	out := collectAnswer(taskargs.CancelTool, targets, nil, "")
 	ans, _ := t.result()
-	out.Content = fmt.Sprintf("task_cancel: child %s stopped; it can be continued with task({resume: %q, prompt: \"…\"}).\n\n%s", id, id, resultBlock(t.status(), ans))
+	out.Summary = fmt.Sprintf("task_cancel: child %s stopped; it can be continued with task({resume: %q, prompt: \"…\"}).", id, id)
+	out.Content = out.Summary + "\n\n" + resultBlock(t.status(), ans)
 	return out
 }
 

@@ -100,10 +100,10 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	end := event.TaskEnd{
 		ChildID: child.sessionID, Status: res.Status, Reason: res.Reason, Turns: res.Turns,
 		Usage: &u, Transcript: child.transcript, ToolCallID: e.call.id, AttemptID: e.spec.AttemptID,
-		Worktree: rec.Worktree, Health: res.Health, Background: e.call.background,
+		Worktree: rec.Worktree, Health: res.Health, Background: e.call.background, Capped: res.Capped,
 	}
 	o.pub.emit(child.label, child.sessionID, end)
-	return taskAnswer{Content: content, IsError: isErr, Record: rec, Result: res}
+	return taskAnswer{Content: content, IsError: isErr, Record: rec, Result: res, Answer: shownAnswer(in)}
 }
 
 // settleWorktree unlocks a child's worktree after an attempt (its worker is
@@ -154,5 +154,5 @@ func lifetimeLine(path string) []string {
 	if total.Incomplete {
 		ge = "≥"
 	}
-	return []string{fmt.Sprintf("(child lifetime: %d attempts, %s%s in / %s%s out)", life.Attempts, ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
+	return []string{fmt.Sprintf("(child lifetime: %s, %s%s in / %s%s out)", fmt.Sprintf("%d %s", life.Attempts, plural(life.Attempts, "attempt", "attempts")), ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
 }

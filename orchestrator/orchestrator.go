@@ -241,10 +241,13 @@ func New(cfg Config) (*Orchestrator, error) {
 // getenv reads the host environment the orchestrator was configured with.
 func (o *Orchestrator) getenv(k string) string { return o.env[k] }
 
-// arm gives spec the secrets of its worker: its own binding's credentials
-// by value, every other configured secret by fingerprint only.
+// arm gives spec what its worker needs to reach its provider and nothing
+// more: its own binding's credentials by value, the provider settings set
+// on the host (the stall limits), every other configured secret by
+// fingerprint only.
 func (o *Orchestrator) arm(spec *ipc.AttemptSpec) {
 	spec.Credentials = providers.Credentials(spec.Binding, o.getenv)
+	spec.Settings = providers.WorkerSettings(o.getenv)
 	var others []secret.Secret
 	for _, s := range o.cfg.Secrets {
 		if _, own := spec.Credentials[s.Name]; !own {

@@ -99,6 +99,10 @@ type CallResult struct {
 	// Children are the children reported on (task_status) or still
 	// running when a wait ended.
 	Children []ChildStatus
+	// Summary is the first line of Content, before any child's result:
+	// what a batch or a wait came to ("" for one task). Next, when a wait
+	// ended with children still running, says why and what to do.
+	Summary, Next string
 }
 
 // NewParent returns a shell-like parent in the orchestrator's cwd, with the
@@ -116,7 +120,8 @@ func (o *Orchestrator) NewParent(opts ParentOptions) *Parent {
 		depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd, shell: opts.Shell,
 	}
 	files := projectContext(o.cfg.Cwd)
-	ar.system = mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
+	ar.base = promptBase{cwd: o.cfg.Cwd, date: time.Now(), set: o.profileSet(), files: files}
+	ar.system = ar.base.system(tools)
 	ar.files = contextRefs(files)
 	ctx, stop := context.WithCancelCause(context.Background())
 	p := &Parent{o: o, ar: ar, ctx: ctx, stop: stop, front: map[string]*frontCall{}, closeDone: make(chan struct{})}
@@ -201,7 +206,6 @@ func (p *Parent) Task(ctx context.Context, c Call) CallResult {
 	res := CallResult{}
 	for _, a := range answers {
 		tr := a.result()
-		tr.Text, tr.Turns = a.Result.Text, a.Result.Turns
 		if c.Background && !a.IsError {
 			tr.Status = StatusStarted
 		}
@@ -211,6 +215,7 @@ func (p *Parent) Task(ctx context.Context, c Call) CallResult {
 		res.Content, res.IsError = answers[0].Content, answers[0].IsError
 	} else {
 		res.Content, res.IsError = batchContent(answers, calls, c.Background)
+		res.Summary = firstLine(res.Content)
 	}
 	var recs []session.TaskRecord
 	for _, a := range answers {
@@ -224,6 +229,12 @@ func (p *Parent) Task(ctx context.Context, c Call) CallResult {
 		}
 	}
 	return res
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // json is the call's arguments as its session records them.
@@ -460,7 +471,7 @@ func (p *Parent) recordControl(tool string, args any, ans controlAnswer) {
 // Status reports on the named children of this session, or on all.
 func (p *Parent) Status(a taskargs.StatusArgs) CallResult {
 	ans := p.o.childrenStatus(p.ar, a.IDs)
-	return CallResult{Content: ans.Content, IsError: ans.IsError, Children: ans.Children}
+	return CallResult{Content: ans.Content, IsError: ans.IsError, Children: ans.Children, Summary: firstLine(ans.Content)}
 }
 
 // Wait waits for background children (task_wait) and returns the results
@@ -475,7 +486,7 @@ func (p *Parent) Wait(ctx context.Context, a taskargs.WaitArgs) CallResult {
 	defer stop()
 	ans := p.o.waitChildren(waitCtx, p.ar, a)
 	p.recordControl(taskargs.WaitTool, a, ans)
-	return CallResult{Content: ans.Content, IsError: ans.IsError, Tasks: ans.Ended, Children: ans.Children}
+	return CallResult{Content: ans.Content, IsError: ans.IsError, Tasks: ans.Ended, Children: ans.Children, Summary: ans.Summary, Next: ans.Next}
 }
 
 // Cancel stops one child (task_cancel) and returns its result; it stays
@@ -487,7 +498,7 @@ func (p *Parent) Cancel(ctx context.Context, a taskargs.CancelArgs) CallResult {
 	defer p.calls.Done()
 	ans := p.o.cancelChild(ctx, p.ar, a.ID)
 	p.recordControl(taskargs.CancelTool, a, ans)
-	return CallResult{Content: ans.Content, IsError: ans.IsError, Tasks: ans.Ended, Children: ans.Children}
+	return CallResult{Content: ans.Content, IsError: ans.IsError, Tasks: ans.Ended, Children: ans.Children, Summary: ans.Summary, Next: ans.Next}
 }
 
 // Close ends the parent: it refuses new calls, stops every child still

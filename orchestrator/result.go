@@ -129,7 +129,7 @@ func composeResult(in resultInput) (string, bool) {
 	case "completed":
 		switch {
 		case hasText:
-			writeText(&b, in.Text, in.TextLen)
+			b.WriteString(shownAnswer(in))
 			if in.Capped != "" {
 				fmt.Fprintf(&b, "\n\n%s", cappedLine(in))
 			}
@@ -141,7 +141,7 @@ func composeResult(in resultInput) (string, bool) {
 		}
 	case "crash":
 		if hasText {
-			writeText(&b, in.Text, in.TextLen)
+			b.WriteString(shownAnswer(in))
 			fmt.Fprintf(&b, "\n\n[task] child failed after %s: %s; partial result above.", Turns(in.Turns), in.Reason)
 		} else {
 			isError = true
@@ -203,13 +203,20 @@ func cappedWhy(capped string) string {
 	return "it hit its turn cap"
 }
 
-func writeText(b *strings.Builder, text string, whole int) {
-	kept, dropped := truncateTail(text, maxResultBytes)
-	dropped = max(dropped, whole-len(kept))
-	if dropped > 0 {
-		fmt.Fprintf(b, "[task] result truncated to its last 50KB (dropped %d bytes). Ask the child to write long output to a file and report its path instead.\n", dropped)
+// shownAnswer is the child's answer as its task result shows it, first
+// thing in the result: its final text, cut to its last 50KB (saying so)
+// when longer; "" when the result carries no answer (no text, or a status
+// whose result is a failure message).
+func shownAnswer(in resultInput) string {
+	if strings.TrimSpace(in.Text) == "" || (in.Status != "completed" && in.Status != "crash") {
+		return ""
 	}
-	b.WriteString(kept)
+	kept, dropped := truncateTail(in.Text, maxResultBytes)
+	dropped = max(dropped, in.TextLen-len(kept))
+	if dropped > 0 {
+		return fmt.Sprintf("[task] result truncated to its last 50KB (dropped %d bytes). Ask the child to write long output to a file and report its path instead.\n", dropped) + kept
+	}
+	return kept
 }
 
 func sha256Hex(b []byte) string {

@@ -225,7 +225,11 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if prof != nil {
 		body = prof.Body
 	}
-	system := childSystem(parent.system, body, notice)
+	tools := pool
+	if tools == nil {
+		tools = launch.Tools
+	}
+	system := childSystem(parent.base, tools, body, notice)
 	if session.SystemFingerprint(system) != launch.System.SHA256 {
 		add("system-drift", "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
 	}
@@ -239,13 +243,9 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if launch.Agent != nil {
 		agentName = launch.Agent.Name
 	}
-	tools := pool
-	if tools == nil {
-		tools = launch.Tools
-	}
 	plan.child = &agentRun{
 		label: label, sessionID: h.ID, transcript: path, depth: launch.Depth,
-		binding: launch.Binding, system: system, files: parent.files, tools: tools, cwd: cwd, root: root, agent: agentName,
+		binding: launch.Binding, system: system, base: parent.base, files: parent.files, tools: tools, cwd: cwd, root: root, agent: agentName,
 		thinking: plan.thinking, gitDir: parent.gitDir,
 	}
 	if plan.worktree != nil {

@@ -12,15 +12,15 @@ import (
 func TestSystemFingerprintIgnoresTheDate(t *testing.T) {
 	yesterday := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
 	today := yesterday.Add(2 * time.Minute)
-	then := childSystem(mainSystem("/src/app", yesterday, MainTools, nil), "Look around.", "")
-	now := childSystem(mainSystem("/src/app", today, MainTools, nil), "Look around.", "")
+	then := childSystem(promptBase{cwd: "/src/app", date: yesterday}, MainTools, "Look around.", "")
+	now := childSystem(promptBase{cwd: "/src/app", date: today}, MainTools, "Look around.", "")
 	if then == now {
 		t.Fatal("the two prompts should differ in their date line")
 	}
 	if session.SystemFingerprint(then) != session.SystemFingerprint(now) {
 		t.Fatal("a date-only change is system drift")
 	}
-	edited := childSystem(mainSystem("/src/app", today, MainTools, nil), "Look around twice.", "")
+	edited := childSystem(promptBase{cwd: "/src/app", date: today}, MainTools, "Look around twice.", "")
 	if session.SystemFingerprint(then) == session.SystemFingerprint(edited) {
 		t.Fatal("a changed profile body is not system drift")
 	}

@@ -154,13 +154,14 @@ func TestResumeRefusals(t *testing.T) {
 			mutate: func(t *testing.T, fx fixture) {
 				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Thinking = "high" })
 			}},
+		// Only a child that may delegate is told the agents.
 		{name: "another agent advertised", codes: []string{"system-drift"},
 			want: []string{"the assembled system prompt changed since launch"},
 			launch: func(t *testing.T, home, proj string) Config {
-				return Config{Profiles: loadProfiles(t, home, map[string]string{"scout": ""})}
+				return Config{MaxDepth: 2, Profiles: loadProfiles(t, home, map[string]string{"scout": ""})}
 			},
 			resume: func(t *testing.T, fx fixture) Config {
-				return Config{Profiles: loadProfiles(t, fx.h.cfg.InkHome, map[string]string{"scout": "", "fixer": ""})}
+				return Config{MaxDepth: 2, Profiles: loadProfiles(t, fx.h.cfg.InkHome, map[string]string{"scout": "", "fixer": ""})}
 			}},
 		{name: "project instructions edited", codes: []string{"system-drift", "prompt-files-drift"},
 			want: []string{"the project instructions " + "%[1]s/AGENTS.md changed or are gone since launch"},

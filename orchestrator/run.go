@@ -52,8 +52,9 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	defer o.Close() // the warm pool ends with the run
 	tools := o.mainTools()
 	files := projectContext(o.cfg.Cwd)
-	system := mainSystem(o.cfg.Cwd, time.Now(), tools, o.profileSet(), files...)
-	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, files: contextRefs(files), tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
+	base := promptBase{cwd: o.cfg.Cwd, date: time.Now(), set: o.profileSet(), files: files}
+	system := base.system(tools)
+	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, base: base, files: contextRefs(files), tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
 	spec := ipc.AttemptSpec{
 		InkHome: o.cfg.InkHome, AttemptID: session.NewID(), Label: "main",
 		Binding: o.cfg.Binding, System: system, Tools: tools, Cwd: o.cfg.Cwd, Root: o.cfg.Cwd,

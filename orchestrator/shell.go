@@ -31,6 +31,16 @@ type TaskResult struct {
 	// Text is the child's final text of this attempt; Turns its turns.
 	Text  string
 	Turns int
+	// Answer is the child's answer as Content shows it, first thing in it
+	// (Text, cut to its last 50KB with a note when longer; "" when Content
+	// carries no answer); Notes is the rest of Content: what went wrong,
+	// what became of its worktree, its usage, how to continue it. Content
+	// is Answer, a blank line, then Notes (or Notes alone).
+	Answer, Notes string
+	// ChildID is the child's id, also for a background start, whose
+	// Record is written only once it ends ("" for a call refused before a
+	// child existed); Agent its agent profile.
+	ChildID, Agent string
 }
 
 // ErrBadInput marks errors caused by the user's input (exit code 2).

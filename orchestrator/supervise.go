@@ -27,9 +27,12 @@ type agentRun struct {
 	depth      int
 	binding    model.Binding
 	system     string
-	files      []session.FileRef // the instruction files in system, for launch records
-	tools      []string
-	cwd, root  string
+	// base is what system was built from; a child's system is built from
+	// its parent's base with the child's own tools.
+	base      promptBase
+	files     []session.FileRef // the instruction files in system, for launch records
+	tools     []string
+	cwd, root string
 	// gitDir, when root is one of ink's worktrees (the agent's own, or
 	// its parent's that it shares), is that worktree's private git
 	// directory: bash may write its git state (AttemptSpec.WorktreeGitDir).
@@ -82,7 +85,7 @@ func (ar *agentRun) withOwner(owner string) *agentRun {
 	defer ar.mu.Unlock()
 	return &agentRun{
 		label: ar.label, sessionID: ar.sessionID, transcript: ar.transcript, childrenOf: owner,
-		depth: ar.depth, binding: ar.binding, system: ar.system, files: ar.files, tools: ar.tools,
+		depth: ar.depth, binding: ar.binding, system: ar.system, base: ar.base, files: ar.files, tools: ar.tools,
 		cwd: ar.cwd, root: ar.root, agent: ar.agent, shell: ar.shell, onLaunch: ar.onLaunch,
 		children: ar.children, kids: kids,
 	}

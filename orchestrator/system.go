@@ -21,7 +21,9 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 	fmt.Fprintf(&b, "- Date: %s\n", now.Format("2006-01-02"))
 	fmt.Fprintf(&b, "- Tools: %s\n", strings.Join(tools, ", "))
 	b.WriteString("\n# Tools\n")
-	b.WriteString("Calls to read, grep, find, ls and task in one message run in parallel; edit, write and bash run one at a time.\n")
+	if line := concurrencyLine(tools); line != "" {
+		b.WriteString(line)
+	}
 	b.WriteString("Paths are relative to the working directory; tools refuse paths outside it.\n")
 	if contains(tools, "task") {
 		b.WriteString("\n# Delegation\n")
@@ -40,11 +42,67 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 	return b.String()
 }
 
-// childSystem is the parent's system prompt plus the subagent suffix, the
-// worktree notice and the profile body (docs/architecture.md, "The task tool").
-func childSystem(parent string, profileBody string, worktreeNotice string) string {
+// concurrencyLine says which of tools run in parallel when called in one
+// message and which run one at a time, naming only tools the agent has.
+func concurrencyLine(tools []string) string {
+	var parallel, serial []string
+	for _, t := range []string{"read", "grep", "find", "ls", "task"} {
+		if contains(tools, t) {
+			parallel = append(parallel, t)
+		}
+	}
+	for _, t := range []string{"edit", "write", "bash"} {
+		if contains(tools, t) {
+			serial = append(serial, t)
+		}
+	}
+	var parts []string
+	if len(parallel) > 0 {
+		parts = append(parts, fmt.Sprintf("calls to %s in one message run in parallel", andList(parallel)))
+	}
+	if len(serial) > 0 {
+		parts = append(parts, fmt.Sprintf("%s run one at a time", andList(serial)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := strings.Join(parts, "; ")
+	return strings.ToUpper(line[:1]) + line[1:] + ".\n"
+}
+
+// andList joins words as "a, b and c".
+func andList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// promptBase is what an agent's system prompt is assembled from besides
+// its tools: the directory and date it names, the agents it may advertise
+// and the project's instruction files. A child's prompt is built from its
+// parent's base with the child's own tools, so that it describes what the
+// child has: no delegation section, agent list or task tool unless the
+// child may delegate.
+type promptBase struct {
+	cwd   string
+	date  time.Time
+	set   *agents.Set
+	files []contextFile
+}
+
+// system is the system prompt of a main agent with tools.
+func (p promptBase) system(tools []string) string {
+	return mainSystem(p.cwd, p.date, tools, p.set, p.files...)
+}
+
+// childSystem is the system prompt of a child with tools, built on its
+// parent's base: the base prompt for those tools plus the subagent suffix,
+// the worktree notice and the profile body (docs/architecture.md, "The
+// task tool").
+func childSystem(base promptBase, tools []string, profileBody string, worktreeNotice string) string {
 	var b strings.Builder
-	b.WriteString(parent)
+	b.WriteString(base.system(tools))
 	b.WriteString("\n# Subagent mode\n")
 	b.WriteString("You are a one-shot subagent launched by another agent through the task tool. ")
 	b.WriteString("Your final message is returned verbatim to that agent as the task result, so make it complete and self-contained. ")

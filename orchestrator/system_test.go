@@ -117,3 +117,28 @@ func TestMainSystemNoDelegation(t *testing.T) {
 		t.Errorf("system prompt without task advertises agents:\n%s", system)
 	}
 }
+
+// TestChildSystemFollowsItsTools: a child's system prompt is built for its
+// own tools: one that may delegate is told the agents, one that may not is
+// told nothing about delegation, and neither carries its parent's
+// subagent suffix or profile twice.
+func TestChildSystemFollowsItsTools(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeProfile(t, filepath.Join(home, "agents"), "scout", "finds code", "")
+	base := promptBase{cwd: "/work", date: time.Now(), set: agents.Load(agents.LoadOptions{InkHome: home})}
+	leaf := childSystem(base, []string{"read", "bash"}, "Look around.", "")
+	for _, absent := range []string{"# Agents", "# Delegation", "scout", "task"} {
+		said := strings.NewReplacer("through the task tool", "", "no task tool", "", "as the task result", "").Replace(leaf)
+		if strings.Contains(said, absent) {
+			t.Errorf("a child without task is told %q:\n%s", absent, leaf)
+		}
+	}
+	if !strings.Contains(leaf, "- Tools: read, bash\n") || !strings.Contains(leaf, "Calls to read in one message run in parallel; bash run one at a time.") || strings.Count(leaf, "# Subagent mode") != 1 || !strings.Contains(leaf, "Look around.") {
+		t.Errorf("leaf child prompt:\n%s", leaf)
+	}
+	delegating := childSystem(base, []string{"read", "task", "task_wait"}, "", "")
+	if !strings.Contains(delegating, "# Delegation") || !strings.Contains(delegating, "- scout: finds code") {
+		t.Errorf("a child that may delegate is not told the agents:\n%s", delegating)
+	}
+}

@@ -37,6 +37,12 @@ type taskAnswer struct {
 	IsError bool
 	Record  session.TaskRecord
 	Result  attemptResult
+	// Answer is the child's answer as Content starts with it ("" when
+	// Content carries none).
+	Answer string
+	// Started is the child a background call started (nil otherwise): its
+	// record is written only once it ends.
+	Started *ChildStatus
 }
 
 // ipc is the answer on the wire; an answer without a record (a background
@@ -52,8 +58,18 @@ func (t taskAnswer) ipc() ipc.TaskAnswer {
 
 // result is the answer as a front end sees it.
 func (t taskAnswer) result() TaskResult {
-	status := t.Record.Status
-	return TaskResult{Content: t.Content, IsError: t.IsError, Status: status, Record: t.Record}
+	r := TaskResult{
+		Content: t.Content, IsError: t.IsError, Status: t.Record.Status, Record: t.Record,
+		Text: t.Result.Text, Turns: t.Result.Turns, ChildID: t.Record.ChildID, Agent: t.Record.Agent,
+		Notes: t.Content,
+	}
+	if t.Answer != "" && strings.HasPrefix(t.Content, t.Answer) {
+		r.Answer, r.Notes = t.Answer, strings.TrimLeft(t.Content[len(t.Answer):], "\n")
+	}
+	if st := t.Started; st != nil {
+		r.ChildID, r.Agent = st.ID, st.Agent
+	}
+	return r
 }
 
 // handleTask answers a worker's task request: a background call at once,
@@ -200,7 +216,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	if plan.profile != nil {
 		body, agentName = plan.profile.Body, plan.profile.Name
 	}
-	system := childSystem(parent.system, body, notice)
+	system := childSystem(parent.base, plan.tools, body, notice)
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
@@ -215,7 +231,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	}
 	child := &agentRun{
 		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
-		depth: parent.depth + 1, binding: plan.binding, system: system, files: parent.files, tools: plan.tools,
+		depth: parent.depth + 1, binding: plan.binding, system: system, base: parent.base, files: parent.files, tools: plan.tools,
 		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir,
 	}
 	if wt != nil {

@@ -127,9 +127,13 @@ func newRedaction(sp ipc.AttemptSpec, warn func(string)) *redaction {
 }
 
 // getenv is the environment the attempt's provider is opened with: the
-// spec's credentials over the process environment, which holds no key.
+// spec's credentials and settings over the process environment, which
+// holds no provider variable.
 func (a *attempt) getenv(k string) string {
 	if v, ok := a.spec.Credentials[k]; ok {
+		return v
+	}
+	if v, ok := a.spec.Settings[k]; ok {
 		return v
 	}
 	return os.Getenv(k)

@@ -175,7 +175,7 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 			"unknown fields, Claude model aliases that fall back to the parent's model, duplicate names).\n" +
 			"It exits 1 when there is an error; warnings alone exit 0. --strict also reports, as errors,\n" +
 			"frontmatter that is not valid YAML but that ink reads line by line as Claude Code does.\n" +
-			"--json prints one JSON document.",
+			"--json prints one JSON object per line, as `ink agents ls --json` does: each problem, then a summary.",
 		Args: atMostOneArg("one directory of agent profiles"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home, err := inkHome()
@@ -277,33 +277,38 @@ func checkLine(p agents.Problem) string {
 	return w.String()
 }
 
-// checkJSON prints the outcome of `ink agents check --json` as one
-// document.
+// checkJSON prints what `ink agents check --json` finds as `ink agents ls
+// --json` prints: one object per line, every problem (kind "problem",
+// with its severity), then a summary (kind "summary": the directories
+// read, the counts).
 func checkJSON(w io.Writer, dirs, searched []string, aliasFile string, problems []agents.Problem, errs, warnings int) error {
 	type problemJSON struct {
+		Kind     string `json:"kind"`
 		Path     string `json:"path"`
 		Line     int    `json:"line,omitempty"`
 		Severity string `json:"severity"`
 		Reason   string `json:"reason"`
 		Text     string `json:"text"`
 	}
-	doc := struct {
-		Dirs       []string      `json:"dirs"`
-		Searched   []string      `json:"searched,omitempty"`
-		ModelsFile string        `json:"modelsFile,omitempty"`
-		Errors     int           `json:"errors"`
-		Warnings   int           `json:"warnings"`
-		Problems   []problemJSON `json:"problems"`
-	}{Dirs: dirs, Searched: searched, ModelsFile: aliasFile, Errors: errs, Warnings: warnings, Problems: []problemJSON{}}
-	if doc.Dirs == nil {
-		doc.Dirs = []string{}
-	}
-	for _, p := range problems {
-		doc.Problems = append(doc.Problems, problemJSON{Path: p.Path, Line: p.Line, Severity: p.Severity(), Reason: p.Reason, Text: checkLine(p)})
+	type summaryJSON struct {
+		Kind       string   `json:"kind"`
+		Dirs       []string `json:"dirs"`
+		Searched   []string `json:"searched,omitempty"`
+		ModelsFile string   `json:"modelsFile,omitempty"`
+		Errors     int      `json:"errors"`
+		Warnings   int      `json:"warnings"`
 	}
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	for _, p := range problems {
+		if err := enc.Encode(problemJSON{Kind: "problem", Path: p.Path, Line: p.Line, Severity: p.Severity(), Reason: p.Reason, Text: checkLine(p)}); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+	sum := summaryJSON{Kind: "summary", Dirs: dirs, Searched: searched, ModelsFile: aliasFile, Errors: errs, Warnings: warnings}
+	if sum.Dirs == nil {
+		sum.Dirs = []string{}
+	}
+	if err := enc.Encode(sum); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil

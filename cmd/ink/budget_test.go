@@ -157,3 +157,23 @@ func TestStatusShowsBudget(t *testing.T) {
 		t.Errorf("ink status: exit %d, want %q\n%s", code, line, sp.stdout.String())
 	}
 }
+
+// TestMaxTurnsNoAnswer: a child stopped by --max-turns whose wrap-up turn
+// gives no answer is a failure: ink task says so on stderr and exits 1,
+// and its task.end event, like its TaskRecord, says that it was capped.
+func TestMaxTurnsNoAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", strings.Replace(landingScript, `reply: {text: "partial findings, unfinished", usage: {input: 10, output: 10}}`, `reply: {text: "", usage: {input: 10, output: 10}}`, 1))
+	p, code := e.run("task", "--json", "--max-turns", "2", "--model", "script:"+script, "dig forever")
+	if code != exitFailed || !strings.Contains(p.stderr.String(), "without producing a final answer (it hit its turn cap)") {
+		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	}
+	ends := ofType(events(t, p.stdout.Bytes()), "task.end")
+	if len(ends) != 1 || ends[0]["capped"] != "turns" || ends[0]["status"] != "completed" {
+		t.Fatalf("task.end = %v, want completed and capped by turns", ends)
+	}
+	if rec := wtLatestRecord(t, e); rec.Capped != "turns" || rec.TextPresent {
+		t.Fatalf("TaskRecord capped %q, text present %v", rec.Capped, rec.TextPresent)
+	}
+}

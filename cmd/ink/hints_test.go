@@ -26,6 +26,7 @@ func TestCommandFor(t *testing.T) {
 		"elsewhere/ink":           "",
 		"space dir/ink":           "",
 		"go-build42/b001/exe/ink": "",
+		".cache/go-build/2d/2d8496c9969ef8f158e9140fe3798a36fcd8652b9aaf1d3961af4d64a8b9d79e-d/ink": "",
 	} {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -36,6 +37,9 @@ func TestCommandFor(t *testing.T) {
 		}
 	}
 	goRun := filepath.Join(root, "go-build42", "b001", "exe", "ink")
+	// Since Go 1.24, `go run` of a module's command links it into the
+	// build cache, and runs it from there the next time.
+	cached := filepath.Join(root, ".cache", "go-build", "2d", "2d8496c9969ef8f158e9140fe3798a36fcd8652b9aaf1d3961af4d64a8b9d79e-d", "ink")
 	onPath := func(string) (string, error) { return filepath.Join(root, "bin", "ink"), nil }
 	notOnPath := func(string) (string, error) { return "", errors.New("not found") }
 	for _, c := range []struct {
@@ -48,6 +52,7 @@ func TestCommandFor(t *testing.T) {
 		{"go run below the clone's root", goRun, goRun, filepath.Join(clone, "cmd"), notOnPath, "go run ./ink"},
 		{"go run in a subdirectory", goRun, goRun, filepath.Join(clone, "cmd", "ink"), notOnPath, "go run ."},
 		{"go run elsewhere", goRun, goRun, filepath.Join(root, "other"), notOnPath, "go run github.com/inkdev/ink/cmd/ink@latest"},
+		{"go run from the build cache", cached, cached, clone, notOnPath, "go run ./cmd/ink"},
 		{"another ink on PATH", filepath.Join(root, "elsewhere", "ink"), "./elsewhere/ink", root, onPath, "./elsewhere/ink"},
 		{"started by name", filepath.Join(root, "elsewhere", "ink"), "ink", root, notOnPath, filepath.Join(root, "elsewhere", "ink")},
 		{"a path to quote", filepath.Join(root, "space dir", "ink"), filepath.Join(root, "space dir", "ink"), root, notOnPath, "'" + filepath.Join(root, "space dir", "ink") + "'"},

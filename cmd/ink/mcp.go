@@ -29,11 +29,13 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve ink's child agents to an MCP client (Claude Code, Codex, Cursor, …) over stdio or HTTP",
 		Long: "Serve ink's child agents as MCP tools: task (one child, a batch run at once, or background children),\n" +
 			"task_status, task_wait, task_cancel, worktrees_list, worktree_diff, worktree_merge and agents_list.\n" +
-			"Over stdio by default (what `claude mcp add ink -- ink mcp` runs); --http ADDR serves streamable HTTP\n" +
-			"on loopback; every request must carry \"Authorization: Bearer TOKEN\", where TOKEN is generated at start\n" +
-			"(printed on stderr, kept in $INK_HOME/mcp/PORT.token until the server stops) or read from --token-file.\n" +
-			"One connection is one ink session in this directory (or --cwd); when the client goes\n" +
-			"away its children stop, record that the host was lost, and can be resumed later.",
+			"Over stdio by default (`ink mcp config claude|codex|cursor|json` prints what adds it to a client);\n" +
+			"--http ADDR serves streamable HTTP on loopback; every request must carry \"Authorization: Bearer TOKEN\", where TOKEN\n" +
+			"is generated at start (printed on stderr, kept in $INK_HOME/mcp/PORT.token until the server stops) or read from\n" +
+			"--token-file. One connection is one ink session in this directory\n" +
+			"(or --cwd); when the client goes away its children stop, record that the host was lost, and can be\n" +
+			"resumed later. Over stdio, a server that cannot run children (no usable model) still answers, and\n" +
+			"every tool call says why.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.session != "" {
@@ -67,12 +69,22 @@ func newMCPCmd(g *globals) *cobra.Command {
 				return usageErr("--allow-remote, --token-file and --idle-timeout go with --http; over stdio the client starts the server itself, and the session ends when it closes the pipe")
 			}
 			// A server lives long: it keeps profiles fresh and workers warm.
-			pre := preflight{watchProfiles: true, warmWorkers: true}
-			if token != "" {
-				pre.secrets = []secret.Secret{{Name: "ink mcp token", Value: token}}
-			}
-			env, err := setup(cmd.Context(), g, pre)
+			// Over stdio, a server that cannot run children still answers,
+			// saying why, rather than vanish from its client.
+			env, err := func() (*runEnv, error) {
+				if err := unexpandedVars(os.Environ()); err != nil && addr == "" {
+					return nil, err
+				}
+				pre := preflight{watchProfiles: true, warmWorkers: true}
+				if token != "" {
+					pre.secrets = []secret.Secret{{Name: "ink mcp token", Value: token}}
+				}
+				return setup(cmd.Context(), g, pre)
+			}()
 			if err != nil {
+				if addr == "" {
+					return serveUnavailable(err)
+				}
 				return err
 			}
 			defer env.close()
@@ -99,6 +111,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	f.BoolVar(&allowRemote, "allow-remote", false, "let --http listen beyond loopback (needs --token-file; whoever has the token can run agents that edit your files)")
 	f.StringVar(&tokenFile, "token-file", "", "with --http: the bearer token clients must send, read from FILE (mode 0600, 32+ characters) instead of generated")
 	f.DurationVar(&idle, "idle-timeout", 30*time.Minute, "with --http: end a session whose client sent nothing for this long (0: never)")
+	cmd.AddCommand(newMCPConfigCmd())
 	return cmd
 }
 

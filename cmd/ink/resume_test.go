@@ -1076,11 +1076,11 @@ func TestSessionsShow(t *testing.T) {
 	}
 }
 
-// TestResumeSystemDrift: a new agent profile changes the main agent's
-// system prompt (it advertises the agents), so a child launched before is
-// refused with system-drift alone when the main agent resumes it; the
-// model sees the refusal as a tool error and no transcript of the child
-// changes.
+// TestResumeSystemDrift: a new agent profile changes the system prompt of
+// an agent that may delegate (it advertises the agents), so a child that
+// may delegate (--max-depth 2), launched before, is refused with
+// system-drift alone when the main agent resumes it; the model sees the
+// refusal as a tool error and no transcript of the child changes.
 func TestResumeSystemDrift(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -1100,7 +1100,7 @@ func TestResumeSystemDrift(t *testing.T) {
   - reply: {text: "looked"}
 `
 	script := e.write("s.yaml", rules)
-	p, code := e.run("run", "--json", "--model", "script:"+script, "start")
+	p, code := e.run("run", "--json", "--max-depth", "2", "--model", "script:"+script, "start")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr.String())
 	}
@@ -1117,7 +1117,7 @@ func TestResumeSystemDrift(t *testing.T) {
 	children := session.ChildrenDir(list[0].Path)
 	before := snapshot(t, children)
 
-	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "resume it")
+	q, code := e.run("run", "--json", "--max-depth", "2", "--model", "script:"+script, "--session", mainID, "resume it")
 	if code != 0 {
 		t.Fatalf("continue: exit %d\n%s", code, q.stderr.String())
 	}

@@ -42,8 +42,10 @@ type globals struct {
 	verbose     bool
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootFor(&globals{}) }
+
+// newRootFor is the command tree with its shared flags read into g.
+func newRootFor(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ink",
 		Short:         "Delegate coding-agent work to child agents that run as separate processes",
@@ -304,10 +306,10 @@ func interruptible(parent context.Context, stdoutGone <-chan struct{}, say func(
 		n := 0
 		for {
 			select {
-			case <-ch:
+			case sig := <-ch:
 				n++
 				if n == 1 {
-					say("cancelling every agent (press Ctrl-C again to kill them)")
+					say(firstSignalNote(sig, isTerminal(os.Stdin)))
 					cancel()
 				} else {
 					say("killing every agent")
@@ -325,6 +327,20 @@ func interruptible(parent context.Context, stdoutGone <-chan struct{}, say func(
 		}
 	}()
 	return ctx, func() { signal.Stop(ch); close(done); cancel() }
+}
+
+// firstSignalNote says what the first SIGINT or SIGTERM does. Only a
+// person at a terminal pressed Ctrl-C: a signal from elsewhere (an MCP
+// client stopping its server, a supervisor) is named as it is.
+func firstSignalNote(sig os.Signal, terminal bool) string {
+	if sig == os.Interrupt && terminal {
+		return "cancelling every agent (press Ctrl-C again to kill them)"
+	}
+	name := "SIGTERM"
+	if sig == os.Interrupt {
+		name = "SIGINT"
+	}
+	return fmt.Sprintf("cancelling every agent on %s, each records how it stopped (a second signal kills them)", name)
 }
 
 // survivePipeClose makes a write to a closed pipe fail with EPIPE instead

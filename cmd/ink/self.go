@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -45,11 +46,21 @@ func commandFor(exe, arg0, wd string, lookPath func(string) (string, error)) str
 	return shellWord(exe)
 }
 
-// builtByGoRun reports whether exe lies in the go command's build cache,
-// where `go run` links the binaries it runs (…/go-build…/b001/exe/ink).
+// builtByGoRun reports whether exe was linked by `go run`: in a temporary
+// work directory (…/go-build…/b001/exe/ink), or, since Go 1.24, in the
+// build cache, which keeps the binaries `go run` builds of a module's
+// main packages (…/go-build/aa/<64 hex digits>-d/ink).
 func builtByGoRun(exe string) bool {
-	return filepath.Base(filepath.Dir(exe)) == "exe" && strings.Contains(exe, string(filepath.Separator)+"go-build")
+	dir := filepath.Dir(exe)
+	if filepath.Base(dir) == "exe" && strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return true
+	}
+	return goCacheEntry.MatchString(filepath.Base(dir)) && len(filepath.Base(filepath.Dir(dir))) == 2
 }
+
+// goCacheEntry matches the directory the build cache keeps an executable
+// in: its action ID in hex, then "-d".
+var goCacheEntry = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
 
 // goRunCommand is `go run` of ink's cmd/ink as typed from wd: a relative
 // path inside a clone of ink, the module path anywhere else.

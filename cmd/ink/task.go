@@ -108,7 +108,13 @@ func newTaskCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(os.Stderr, "ink: stdout was closed before the result could be written (%v); read it with `%s sessions show %s`\n", unwrapPathError(err), selfCommand(), res.ParentSession)
 				}
 			}
-			if code := exitCode(res.Status); code != exitOK {
+			code := exitCode(res.Status)
+			if code == exitOK && res.IsError {
+				// Completed without an answer (a cap stopped it first): a
+				// failure, said on stderr above.
+				code = exitFailed
+			}
+			if code != exitOK {
 				return &exitError{code: code}
 			}
 			return nil

@@ -105,6 +105,9 @@ type doctorReport struct {
 	ModelAliases aliasReport                `json:"modelAliases"`
 	StallLimits  stallReport                `json:"stallLimits"`
 	Sandbox      sandbox.Capabilities       `json:"sandbox"`
+	// MCP is whether `ink mcp`, started here with these flags, could run
+	// children, and if not, what every tool call of it would answer.
+	MCP modelCheck `json:"mcp"`
 }
 
 // modelCheck is one model binding and whether `ink run` would accept it.
@@ -191,7 +194,22 @@ func diagnose(ctx context.Context, g *globals, env func(string) string) (rep doc
 	if exe, err := os.Executable(); err == nil {
 		rep.Sandbox = sandbox.Probe(exe)
 	}
+	rep.MCP = mcpCheck(rep)
 	return rep, modelErr
+}
+
+// mcpCheck is whether `ink mcp` started here with the same flags could run
+// children: the model it would use, or the message every tool call of it
+// would answer with.
+func mcpCheck(rep doctorReport) modelCheck {
+	if err := unexpandedVars(os.Environ()); err != nil {
+		return modelCheck{Problem: errorText(err)}
+	}
+	m := rep.Default
+	if rep.Model != nil {
+		m = rep.Model
+	}
+	return *m
 }
 
 // stallShown renders a stall limit as providers.StallTimeouts gives it.
@@ -250,6 +268,11 @@ func printDoctor(w io.Writer, rep doctorReport) {
 		fmt.Fprintf(w, "stall limits: ✗ %s\n", rep.StallLimits.Error)
 	} else {
 		fmt.Fprintf(w, "stall limits: response headers %s, stream idle %s (%s, %s)\n", rep.StallLimits.ResponseHeader, rep.StallLimits.StreamIdle, model.ResponseHeaderTimeoutVar, model.StreamIdleTimeoutVar)
+	}
+	if m := rep.MCP; m.Ready {
+		fmt.Fprintf(w, "ink mcp: ✓ runs children on %s here; an MCP client starts it with the client's environment: `ink mcp config claude|codex|cursor|json` prints a configuration that passes what is set here\n", m.Model)
+	} else {
+		fmt.Fprintf(w, "ink mcp: ✗ started here, it would answer every tool call with: %s\n", m.Problem)
 	}
 	sb := rep.Sandbox
 	abi := "no Landlock"

@@ -21,6 +21,25 @@ func Credentials(b model.Binding, env func(string) string) map[string]string {
 	return map[string]string{p.keyVar: v}
 }
 
+// WorkerSettings returns the provider variables that are set in env (nil = the
+// process environment) and that a worker needs besides its credentials:
+// the stall limits. The supervisor hands them to every worker inside its
+// attempt spec, as it does the key, since a worker's environment holds no
+// provider variable. nil when none is set.
+func WorkerSettings(env func(string) string) map[string]string {
+	env = envOrOS(env)
+	var out map[string]string
+	for _, k := range []string{model.ResponseHeaderTimeoutVar, model.StreamIdleTimeoutVar} {
+		if v := env(k); v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // IsProviderVar reports whether name is one of the variables the providers
 // read (EnvVars).
 func IsProviderVar(name string) bool {

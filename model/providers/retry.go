@@ -80,13 +80,13 @@ func (r *retrying) Stream(ctx context.Context, req model.Request, onDelta func(m
 		var pe *model.ProviderError
 		errors.As(err, &pe)
 		if attempt >= r.policy.Attempts {
-			return msg, giveUp(pe, fmt.Sprintf("gave up after %d attempts over %s", attempt, roundDuration(time.Since(start))))
+			return msg, giveUp(pe, fmt.Sprintf("gave up after %s over %s", attemptCount(attempt), roundDuration(time.Since(start))))
 		}
 		wait := r.backoff(attempt, pe.RetryAfter)
 		if left := r.policy.Budget - time.Since(start); wait > left {
-			why := fmt.Sprintf("gave up after %d attempts: waiting %s more would pass the %s retry budget", attempt, roundDuration(wait), roundDuration(r.policy.Budget))
+			why := fmt.Sprintf("gave up after %s: waiting %s more would pass the %s retry budget", attemptCount(attempt), roundDuration(wait), roundDuration(r.policy.Budget))
 			if pe.RetryAfter > 0 {
-				why = fmt.Sprintf("gave up after %d attempts: the server asked to wait %s, beyond the %s retry budget", attempt, roundDuration(pe.RetryAfter), roundDuration(r.policy.Budget))
+				why = fmt.Sprintf("gave up after %s: the server asked to wait %s, beyond the %s retry budget", attemptCount(attempt), roundDuration(pe.RetryAfter), roundDuration(r.policy.Budget))
 			}
 			return msg, giveUp(pe, why)
 		}
@@ -151,4 +151,12 @@ func roundDuration(d time.Duration) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// attemptCount renders a number of attempts: "1 attempt", "3 attempts".
+func attemptCount(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

@@ -83,7 +83,7 @@ func TestRetryPolicy(t *testing.T) {
 		{"a failure after content is returned as is", fast, []step{{deltas: []model.Delta{{Type: "text", Text: "half"}}, err: &model.ProviderError{Kind: model.KindStreamCut, Message: "fake: the response stream was cut"}}}, 1, 0,
 			"stream was cut", model.Usage{Incomplete: true}, ""},
 		{"Retry-After beyond the budget gives up at once", providers.RetryPolicy{Attempts: 5, Budget: 50 * time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-			[]step{{err: transient("429 rate limited", time.Hour)}}, 1, 0, "the server asked to wait 1h0m0s, beyond the 50ms retry budget", model.Usage{Incomplete: true}, ""},
+			[]step{{err: transient("429 rate limited", time.Hour)}}, 1, 0, "gave up after 1 attempt: the server asked to wait 1h0m0s, beyond the 50ms retry budget", model.Usage{Incomplete: true}, ""},
 		{"tokens of a failed attempt are counted", fast, []step{{usage: model.Usage{Input: 700}, err: transient("stream ended before any reply", 0)}, ok}, 2, 1, "",
 			model.Usage{Input: 710, Output: 2, Incomplete: true}, "fake: stream ended before any reply; retrying in"},
 	}
