@@ -240,6 +240,26 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestEmptyRecordIsNone: a record cut at zero bytes by a crash of the
+// machine (as an earlier version of ink could leave one) is read as no
+// record: listed as missing, not as unreadable.
+func TestEmptyRecordIsNone(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t)
+	home := newInkHome(t)
+	rec := newWorktree(t, root, home, "e")
+	if err := os.Truncate(recordPath(rec.Path), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRecord(rec.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("readRecord of an empty record = %v, want os.ErrNotExist", err)
+	}
+	info := findInfo(t, home, "e")
+	if !info.RecordMissing || info.Problem != "no ink record for this worktree" {
+		t.Fatalf("Info = %+v, want the empty record read as none", info)
+	}
+}
+
 func TestForgedRecordIsNotTrusted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

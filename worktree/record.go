@@ -129,11 +129,17 @@ func replaceRecord(rec Record) error {
 	return nil
 }
 
-// readRecord loads the record file of the worktree at path.
+// readRecord loads the record file of the worktree at path. An empty
+// file (an earlier version of ink wrote records in place, and a crash of
+// the machine could leave one cut at zero bytes) is read as no record: the
+// error wraps os.ErrNotExist, so every caller treats it as a missing one.
 func readRecord(path string) (Record, error) {
 	data, err := os.ReadFile(recordPath(path))
 	if err != nil {
 		return Record{}, err
+	}
+	if len(data) == 0 {
+		return Record{}, fmt.Errorf("worktree record %s is empty: %w", recordPath(path), os.ErrNotExist)
 	}
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
