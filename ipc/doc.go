@@ -28,6 +28,20 @@
 // connection closed) and no Attempt handler is still running; the caller then
 // exits the process.
 //
+// # Workers behind a command
+//
+// [StartExec] runs a launch command with /bin/sh -c (ssh, docker run -i, or
+// anything that ends in `ink worker --remote`) and speaks to the worker over
+// the command's standard input and output, with no go-plugin and no socket:
+// [ServeRemote], on the worker's side, first moves the stream off
+// descriptors 0 and 1 (so nothing printed can corrupt it), writes one
+// greeting line naming its protocol and ink version, and then serves the
+// same Worker service as [Serve] on that stream. The host refuses a worker
+// of another protocol (*[ProtocolMismatchError]) or another ink version
+// (*[VersionMismatchError]) before any attempt, and a command that prints
+// anything else first. The worker stops when its stream closes and no
+// attempt runs, as a local worker stops when its host is gone.
+//
 // # Messages
 //
 // The host sends Run, then Cancel, TaskAnswer and finally Ack; the worker

@@ -55,6 +55,16 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	case "host":
 		runHost()
+	case "remote-worker":
+		writePidFile()
+		if err := ServeRemote(echoHandler{}, nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "remote-worker-other-version":
+		fmt.Printf("%s %d v0.0.1-elsewhere\n", remoteGreeting, ProtocolVersion)
+	case "remote-worker-chatty":
+		fmt.Println("Welcome to buildbox! Last login: yesterday")
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s %q\n", roleEnv, role)
 		os.Exit(2)
