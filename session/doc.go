@@ -19,6 +19,14 @@
 // transcript backwards from its end, only as far as its last attempt end
 // and message, which is all a resume's validation needs.
 //
+// A worker that shares no disk with its supervisor writes through its
+// supervisor: it encodes its entries itself (EncodeEntries) and sends them
+// in numbered batches; the supervisor passes each through the attempt's
+// Fence, which writes it (Writer.AppendLines) only for the attempt and
+// epoch it fences, in sequence, under the lease, and only entries a worker
+// may author (no header, no start, no other attempt's end, no compaction of
+// history the model did not see). The first batch it refuses closes it.
+//
 // The package takes no locks: whoever appends to or repairs a transcript must
 // hold its lease (package lease). Reading never needs one.
 package session

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,6 +262,31 @@ func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
 	for _, e := range out {
 		sync = sync || e.Attempt != nil || e.Compaction != nil || (e.Message != nil && e.Message.Role == model.RoleToolResult)
 	}
+	return w.write(out, lines, sync)
+}
+
+// AppendLines appends lines encoded elsewhere (by a remote worker, with
+// EncodeEntries), each one entry ending in "\n", in one write, and fsyncs
+// when durable; returns them decoded, with Line and Offset set. Nothing is
+// written when a line does not decode as an entry. The caller decides which
+// entries it accepts (Fence).
+func (w *Writer) AppendLines(lines [][]byte, durable bool) ([]Entry, error) {
+	out := make([]Entry, len(lines))
+	for i, l := range lines {
+		if len(l) == 0 || l[len(l)-1] != '\n' || bytes.IndexByte(l[:len(l)-1], '\n') >= 0 {
+			return nil, fmt.Errorf("append to %s: line %d is not one entry ending in a newline", w.path, i+1)
+		}
+		e, err := decodeEntry(l)
+		if err != nil {
+			return nil, fmt.Errorf("append to %s: line %d: %w", w.path, i+1, err)
+		}
+		out[i] = e
+	}
+	return w.write(out, lines, durable)
+}
+
+// write writes the lines of out in one write, fsyncing after it when sync.
+func (w *Writer) write(out []Entry, lines [][]byte, sync bool) ([]Entry, error) {
 	var buf []byte
 	if len(lines) == 1 {
 		buf = lines[0]
@@ -297,6 +323,14 @@ func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
 		w.dirty = false
 	}
 	return out, nil
+}
+
+// EncodeEntries gives entries their ids and times and encodes them, one
+// line each ending in "\n", as Append would write them: a remote worker
+// encodes its entries with it and its supervisor writes the lines with
+// AppendLines. The returned entries are copies, messages included.
+func EncodeEntries(entries ...Entry) ([]Entry, [][]byte, error) {
+	return prepareEntries(entries)
 }
 
 // prepareEntries gives entries their ids and times and encodes them, one
