@@ -111,7 +111,9 @@ func TestFenceWritesAWorkersAttempt(t *testing.T) {
 // for the valid batch that follows.
 func TestFenceRefuses(t *testing.T) {
 	t.Parallel()
-	say := func(text string) Entry { return msg(model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: text}}}) }
+	say := func(text string) Entry {
+		return msg(model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: text}}})
+	}
 	cases := []struct {
 		name string
 		// prior batches, accepted
