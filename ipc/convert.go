@@ -48,6 +48,13 @@ func hostToPB(m HostMsg) (*pb.HostMsg, error) {
 		return &pb.HostMsg{Msg: &pb.HostMsg_Ack{Ack: &pb.Ack{}}}, nil
 	case Budget:
 		return &pb.HostMsg{Msg: &pb.HostMsg_Budget{Budget: &pb.Budget{Remaining: v.Remaining}}}, nil
+	case Appended:
+		return &pb.HostMsg{Msg: &pb.HostMsg_Appended{Appended: &pb.Appended{Seq: v.Seq, Offsets: v.Offsets, Fenced: v.Fenced, Error: v.Error}}}, nil
+	case WorkspaceChunk:
+		if len(v.Data) > MaxChunk {
+			return nil, fmt.Errorf("ipc: a workspace chunk of %d bytes is over %d", len(v.Data), MaxChunk)
+		}
+		return &pb.HostMsg{Msg: &pb.HostMsg_Workspace{Workspace: &pb.WorkspaceChunk{Data: v.Data, Last: v.Last}}}, nil
 	}
 	return nil, fmt.Errorf("ipc: cannot send %T to a worker", m)
 }
@@ -84,6 +91,14 @@ func hostFromPB(m *pb.HostMsg) (HostMsg, error) {
 		return Ack{}, nil
 	case *pb.HostMsg_Budget:
 		return Budget{Remaining: v.Budget.GetRemaining()}, nil
+	case *pb.HostMsg_Appended:
+		a := v.Appended
+		return Appended{Seq: a.GetSeq(), Offsets: a.GetOffsets(), Fenced: a.GetFenced(), Error: a.GetError()}, nil
+	case *pb.HostMsg_Workspace:
+		if len(v.Workspace.GetData()) > MaxChunk {
+			return nil, fmt.Errorf("ipc: a workspace chunk of %d bytes is over %d", len(v.Workspace.GetData()), MaxChunk)
+		}
+		return WorkspaceChunk{Data: v.Workspace.GetData(), Last: v.Workspace.GetLast()}, nil
 	}
 	return nil, fmt.Errorf("ipc: the host sent a message this worker does not know (%T); the ink binary may have changed underneath", m.GetMsg())
 }
@@ -110,6 +125,15 @@ func workerToPB(m WorkerMsg) (*pb.WorkerMsg, error) {
 			Usage:     &pb.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Incomplete: u.Incomplete},
 			AttemptId: v.AttemptID, Epoch: v.Epoch, Health: v.Health, Capped: v.Capped,
 		}}}, nil
+	case Append:
+		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Append{Append: &pb.Append{
+			Seq: v.Seq, AttemptId: v.AttemptID, Epoch: v.Epoch, Lines: v.Lines, Durable: v.Durable, Snapshot: v.Snapshot,
+		}}}, nil
+	case WorkspaceDelta:
+		if len(v.Data) > MaxChunk {
+			return nil, fmt.Errorf("ipc: a workspace delta of %d bytes is over %d", len(v.Data), MaxChunk)
+		}
+		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Delta{Delta: &pb.WorkspaceDelta{Seq: v.Seq, Data: v.Data, Last: v.Last}}}, nil
 	}
 	return nil, fmt.Errorf("ipc: cannot send %T to the host", m)
 }
@@ -132,6 +156,15 @@ func workerFromPB(m *pb.WorkerMsg) (WorkerMsg, error) {
 			Usage:     model.Usage{Input: u.GetInput(), Output: u.GetOutput(), CacheRead: u.GetCacheRead(), CacheWrite: u.GetCacheWrite(), Incomplete: u.GetIncomplete()},
 			AttemptID: o.GetAttemptId(), Epoch: o.GetEpoch(), Health: o.GetHealth(), Capped: o.GetCapped(),
 		}, nil
+	case *pb.WorkerMsg_Append:
+		a := v.Append
+		return Append{Seq: a.GetSeq(), AttemptID: a.GetAttemptId(), Epoch: a.GetEpoch(), Lines: a.GetLines(), Durable: a.GetDurable(), Snapshot: a.GetSnapshot()}, nil
+	case *pb.WorkerMsg_Delta:
+		d := v.Delta
+		if len(d.GetData()) > MaxChunk {
+			return nil, fmt.Errorf("ipc: a workspace delta of %d bytes is over %d", len(d.GetData()), MaxChunk)
+		}
+		return WorkspaceDelta{Seq: d.GetSeq(), Data: d.GetData(), Last: d.GetLast()}, nil
 	}
 	return nil, fmt.Errorf("ipc: the worker sent a message this host does not know (%T); the ink binary may have changed underneath", m.GetMsg())
 }

@@ -109,3 +109,52 @@ type Outcome struct {
 func (Event) isWorkerMsg()       {}
 func (TaskRequest) isWorkerMsg() {}
 func (Outcome) isWorkerMsg()     {}
+
+// Append asks the host to write entries to the transcript of a remote
+// worker's attempt (protocol 5): one batch, numbered from 1 without gaps,
+// of lines encoded with session.EncodeEntries. The host answers Appended;
+// the worker sends an entry's event only after that. Snapshot, when not 0,
+// is the WorkspaceDelta the host must have applied before it writes the
+// batch.
+type Append struct {
+	Seq       uint64
+	AttemptID string
+	Epoch     int64
+	Lines     [][]byte
+	Durable   bool
+	Snapshot  uint64
+}
+
+// WorkspaceDelta is one piece of snapshot Seq of a remote child's
+// worktree; Last marks the snapshot's last piece.
+type WorkspaceDelta struct {
+	Seq  uint64
+	Data []byte
+	Last bool
+}
+
+func (Append) isWorkerMsg()         {}
+func (WorkspaceDelta) isWorkerMsg() {}
+
+// Appended answers the Append with the same Seq: where its lines landed,
+// or why it was refused. Fenced ends the attempt: the worker writes
+// nothing more and stops as a fenced worker does.
+type Appended struct {
+	Seq     uint64
+	Offsets []int64
+	Fenced  bool
+	Error   string
+}
+
+// WorkspaceChunk is one piece of a remote child's baseline, sent right
+// after Run; Last marks the last piece.
+type WorkspaceChunk struct {
+	Data []byte
+	Last bool
+}
+
+func (Appended) isHostMsg()       {}
+func (WorkspaceChunk) isHostMsg() {}
+
+// MaxChunk bounds the data of one WorkspaceChunk or WorkspaceDelta.
+const MaxChunk = 1 << 20

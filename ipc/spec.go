@@ -93,6 +93,40 @@ type AttemptSpec struct {
 	// Redact fingerprints every other configured secret, so that the
 	// worker redacts their exact occurrences without holding them.
 	Redact []secret.Fingerprint `json:"redact,omitempty"`
+
+	// Remote, when set, runs the attempt on a worker that shares no disk
+	// with its host (protocol 5): the host holds the lease, opened (or
+	// repaired) the transcript and wrote the start entry and the prompt;
+	// the worker writes every later entry through Append.
+	Remote *RemoteSpec `json:"remote,omitempty"`
+}
+
+// RemoteSpec is what a remote worker gets in place of the transcript and
+// the lease it cannot open.
+type RemoteSpec struct {
+	// Epoch is the lease's epoch the host holds for the attempt; every
+	// Append names it.
+	Epoch int64 `json:"epoch"`
+	// History is what the model sees of the transcript, start and prompt
+	// included, with the entry ids a compaction names.
+	History []session.ViewEntry `json:"history"`
+	// Reserved are the call ids of the transcript's compacted part: new
+	// calls must not reuse them.
+	Reserved []string `json:"reserved,omitempty"`
+	// Lifetime sums the transcript's attempts, this one's start included.
+	Lifetime session.Lifetime `json:"lifetime"`
+	// Workspace is the worktree the child works in; its baseline follows
+	// Run in WorkspaceChunks.
+	Workspace *RemoteWorkspace `json:"workspace,omitempty"`
+}
+
+// RemoteWorkspace names a remote child's worktree: the worker makes a
+// repository of its own at Path (the worktree's absolute path on the
+// host), from the baseline commit Baseline, on branch Branch.
+type RemoteWorkspace struct {
+	Path     string `json:"path"`
+	Baseline string `json:"baseline"`
+	Branch   string `json:"branch"`
 }
 
 // Validate reports the first missing or malformed field of s.

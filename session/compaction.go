@@ -103,6 +103,32 @@ func (v *View) Apply(e Entry) error {
 	return nil
 }
 
+// ViewEntry is one message of a View with the id of the entry that holds
+// it ("" for a compaction's summary), as a remote worker receives its
+// history.
+type ViewEntry struct {
+	ID      string        `json:"id,omitempty"`
+	Message model.Message `json:"message"`
+}
+
+// Export returns the view's messages with their entry ids.
+func (v *View) Export() []ViewEntry {
+	out := make([]ViewEntry, len(v.msgs))
+	for i := range v.msgs {
+		out[i] = ViewEntry{ID: v.ids[i], Message: v.msgs[i]}
+	}
+	return out
+}
+
+// ViewFrom rebuilds a view from what Export returned.
+func ViewFrom(entries []ViewEntry) *View {
+	v := &View{msgs: make([]model.Message, len(entries)), ids: make([]string, len(entries))}
+	for i, e := range entries {
+		v.msgs[i], v.ids[i] = e.Message, e.ID
+	}
+	return v
+}
+
 // FirstKept returns the entry id of the first of the last kept messages of
 // the view, the value of CompactionEntry.FirstKept for a compaction that
 // keeps them; "" when kept is 0. It is an error when kept is out of range

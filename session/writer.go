@@ -260,9 +260,15 @@ func (w *Writer) Append(entries ...Entry) ([]Entry, error) {
 	}
 	sync := false
 	for _, e := range out {
-		sync = sync || e.Attempt != nil || e.Compaction != nil || (e.Message != nil && e.Message.Role == model.RoleToolResult)
+		sync = sync || DurablePoint(e)
 	}
 	return w.write(out, lines, sync)
+}
+
+// DurablePoint reports whether e is an entry that is fsynced as soon as it
+// is written: an attempt, a compaction or a toolResult message.
+func DurablePoint(e Entry) bool {
+	return e.Attempt != nil || e.Compaction != nil || (e.Message != nil && e.Message.Role == model.RoleToolResult)
 }
 
 // AppendLines appends lines encoded elsewhere (by a remote worker, with

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,9 +95,16 @@ type attempt struct {
 	// fsys is what the transcript and the lease are written through: the
 	// real filesystem, or a crashing one in tests.
 	fsys durable.FS
-	// transcript is the attempt's writer once it is open; a task request
+	// transcript is the attempt's sink once it is open; a task request
 	// is sent only once the message that holds its call is durable.
-	transcript atomic.Pointer[session.Writer]
+	transcript atomic.Value // sink
+	// remote is the sink of a remote attempt (nil for a local one); chunks
+	// carries its workspace's baseline, sent right after Run.
+	remote *remoteSink
+	chunks chan ipc.WorkspaceChunk
+	// hostGone is closed when the host's stream broke.
+	hostGone     chan struct{}
+	hostGoneOnce sync.Once
 	// syncDirs syncs the directories made for a new transcript.
 	syncDirs func() error
 }
@@ -107,7 +112,11 @@ type attempt struct {
 // newAttempt prepares the attempt of sp on stream; its log lines have the
 // attempt's secrets redacted.
 func newAttempt(sp ipc.AttemptSpec, stream hostConn, log *slog.Logger) *attempt {
-	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{}), fsys: durable.OS}
+	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{}), fsys: durable.OS,
+		hostGone: make(chan struct{}), chunks: make(chan ipc.WorkspaceChunk, 16)}
+	if sp.Remote != nil {
+		a.remote = newRemoteSink(a, sp.AttemptID, sp.Remote.Epoch)
+	}
 	if sp.Budget > 0 {
 		a.budget = &treeBudget{remaining: sp.BudgetRemaining}
 	}
@@ -164,9 +173,19 @@ func (a *attempt) receive(ctx context.Context) {
 			}
 			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
 			a.cancel(errHostLost)
+			a.hostGoneOnce.Do(func() { close(a.hostGone) })
 			return
 		}
 		switch m := m.(type) {
+		case ipc.Appended:
+			if a.remote != nil {
+				a.remote.deliver(m)
+			}
+		case ipc.WorkspaceChunk:
+			select {
+			case a.chunks <- m:
+			case <-ctx.Done():
+			}
 		case ipc.Cancel:
 			if m.Status == ipc.StatusInterrupted {
 				// The supervisor stops this worker as host lost (its client
@@ -236,7 +255,7 @@ func toolResult(ans ipc.TaskAnswer) tools.Result {
 // waits for its answer; when ctx ends first, the answer says the call was
 // interrupted.
 func (a *attempt) request(ctx context.Context, op, callID string, args json.RawMessage) ipc.TaskAnswer {
-	if w := a.transcript.Load(); op == ipc.OpTask && w != nil {
+	if w, _ := a.transcript.Load().(sink); op == ipc.OpTask && w != nil {
 		// Durable before visible: the child this request starts writes
 		// its own transcript at once, so the call that started it must
 		// survive a crash of the machine first, or the child would be an
@@ -284,79 +303,64 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		}
 	}()
 	go a.receive(ctx)
-	go watchParent(ctx, func() {
-		a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
-		cancel(errHostLost)
-	})
+	if a.remote == nil {
+		// A remote worker's parent is whatever ran it (sshd, a container's
+		// init); its stream alone says whether its host lives.
+		go watchParent(ctx, func() {
+			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			cancel(errHostLost)
+		})
+	}
 
 	// The tools and the provider are built while the lease and the
 	// transcript wait on the disk: neither needs the other.
 	prep := a.prepare()
 	defer prep.release()
 
-	// The directories a new child needs are synced into their parents in
-	// the background, with its transcript (openTranscript).
-	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
-	if err != nil {
-		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
-	}
-	a.syncDirs = syncDirs
-	heartbeat := sp.HeartbeatInterval
-	if heartbeat <= 0 {
-		heartbeat = lease.DefaultHeartbeat
-	}
-	// A new transcript is created in the lease's directory; the sync of its
-	// creation, run beside the first model request, syncs the lease's
-	// record first and then that directory: the record becomes durable
-	// with the transcript, before anything else is written under it.
-	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
-		lease.Options{Heartbeat: heartbeat, SyncLater: sp.Create != nil, FS: a.fsys})
-	if err != nil {
-		// Busy, or a lease file that is a symlink or directory: nothing ran
-		// and nothing was written, so the attempt is refused.
-		if errors.Is(err, lease.ErrBusy) {
-			return outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()}
+	var (
+		w     sink
+		l     holder
+		view  *session.View
+		epoch int64
+	)
+	if a.remote != nil {
+		// A remote attempt: the host holds the lease and wrote the start
+		// entry and the prompt; every later entry goes through it.
+		rs := a.remote
+		w, l, view, epoch = rs, rs, session.ViewFrom(sp.Remote.History), sp.Remote.Epoch
+		a.reserved, a.lifetime = sp.Remote.Reserved, sp.Remote.Lifetime
+		go func() {
+			select {
+			case <-rs.Fenced():
+				if err := rs.Check(); errors.Is(err, errFenced) {
+					a.stop.set(ipc.StatusCrash, err.Error())
+					cancel(err)
+				}
+			case <-ctx.Done():
+			}
+		}()
+		a.transcript.Store(sink(rs))
+		if n := len(sp.Remote.History); n > 0 {
+			a.event(event.Message{Message: sp.Remote.History[n-1].Message})
 		}
-		if errors.Is(err, lease.ErrBadLeaseFile) {
-			return outcome{Status: ipc.StatusRefused, Reason: err.Error()}
+		if sp.Remote.Workspace != nil {
+			if err := a.materialise(ctx); err != nil {
+				return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+			}
 		}
-		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
-	}
-	defer func() {
-		if err := l.Release(); err != nil {
-			a.log.Error("Lease release failed", "err", err)
+	} else {
+		lw, ll, lview, out := a.openLocal(ctx, cancel)
+		if out != nil {
+			return *out
 		}
-	}()
-	if a.budget != nil {
-		// What is left of the tree's budget goes into the lease record,
-		// for `ink status`.
-		a.budget.reportTo(func(left int64) { l.SetBudget(sp.Budget, left) })
+		defer func() {
+			lw.Close()
+			if err := ll.Release(); err != nil {
+				a.log.Error("Lease release failed", "err", err)
+			}
+		}()
+		w, l, view, epoch = lw, ll, lview, ll.Epoch()
 	}
-	l.StartHeartbeat(heartbeat)
-	epoch := l.Epoch()
-	go func() {
-		select {
-		case <-l.Fenced():
-			a.stop.set(ipc.StatusCrash, l.FenceErr().Error())
-			cancel(l.FenceErr())
-		case <-ctx.Done():
-		}
-	}()
-
-	// The attempt's start entry and its prompt are written with the header
-	// of a new transcript, or with the repairs of a continued one: one
-	// durable point, one sync (for a new transcript, run beside the first
-	// model request).
-	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}
-	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
-	w, view, refused := a.openTranscript(l, start, prompt)
-	if refused != nil {
-		refused.Epoch = epoch
-		return *refused
-	}
-	defer w.Close()
-	a.transcript.Store(w)
-	a.event(event.Message{Message: prompt})
 
 	pool, provider, err := prep.take()
 	if err != nil {
@@ -451,6 +455,79 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	return a.end(w, l, out)
 }
 
+// openLocal takes the transcript's lease, starts its heartbeat and opens
+// the transcript for a local attempt, with its start entry and prompt
+// written. A non-nil outcome means the attempt is refused or could not
+// start (the lease released); else the caller closes the writer and then
+// releases the lease.
+func (a *attempt) openLocal(ctx context.Context, cancel context.CancelCauseFunc) (*session.Writer, *lease.Lease, *session.View, *outcome) {
+	sp := a.spec
+	// The directories a new child needs are synced into their parents in
+	// the background, with its transcript (openTranscript).
+	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
+	if err != nil {
+		return nil, nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
+	}
+	a.syncDirs = syncDirs
+	heartbeat := sp.HeartbeatInterval
+	if heartbeat <= 0 {
+		heartbeat = lease.DefaultHeartbeat
+	}
+	// A new transcript is created in the lease's directory; the sync of its
+	// creation, run beside the first model request, syncs the lease's
+	// record first and then that directory: the record becomes durable
+	// with the transcript, before anything else is written under it.
+	l, err := lease.AcquireWith(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID},
+		lease.Options{Heartbeat: heartbeat, SyncLater: sp.Create != nil, FS: a.fsys})
+	if err != nil {
+		// Busy, or a lease file that is a symlink or directory: nothing ran
+		// and nothing was written, so the attempt is refused.
+		if errors.Is(err, lease.ErrBusy) {
+			return nil, nil, nil, &outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()}
+		}
+		if errors.Is(err, lease.ErrBadLeaseFile) {
+			return nil, nil, nil, &outcome{Status: ipc.StatusRefused, Reason: err.Error()}
+		}
+		return nil, nil, nil, &outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+	}
+	release := func() {
+		if err := l.Release(); err != nil {
+			a.log.Error("Lease release failed", "err", err)
+		}
+	}
+	if a.budget != nil {
+		// What is left of the tree's budget goes into the lease record,
+		// for `ink status`.
+		a.budget.reportTo(func(left int64) { l.SetBudget(sp.Budget, left) })
+	}
+	l.StartHeartbeat(heartbeat)
+	epoch := l.Epoch()
+	go func() {
+		select {
+		case <-l.Fenced():
+			a.stop.set(ipc.StatusCrash, l.FenceErr().Error())
+			cancel(l.FenceErr())
+		case <-ctx.Done():
+		}
+	}()
+
+	// The attempt's start entry and its prompt are written with the header
+	// of a new transcript, or with the repairs of a continued one: one
+	// durable point, one sync (for a new transcript, run beside the first
+	// model request).
+	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: os.Getpid(), Time: time.Now().UTC()}
+	prompt := a.redact.message(model.UserText(sp.Prompt), "the task's prompt")
+	w, view, refused := a.openTranscript(l, start, prompt)
+	if refused != nil {
+		refused.Epoch = epoch
+		release()
+		return nil, nil, nil, refused
+	}
+	a.transcript.Store(sink(w))
+	a.event(event.Message{Message: prompt})
+	return w, l, view, nil
+}
+
 // contextWindow is the attempt's context window: the one the user set
 // (--context-window), else the one the provider reports (a script's
 // contextWindow:), else the model's.
@@ -484,7 +561,7 @@ func unansweredTask(ctx context.Context, m model.Message) bool {
 }
 
 // end records the attempt's end entry and returns out.
-func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
+func (a *attempt) end(w sink, l holder, out outcome) outcome {
 	if l.Check() != nil {
 		return out
 	}
@@ -514,99 +591,53 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 // nothing.
 func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, prompt model.Message) (*session.Writer, *session.View, *outcome) {
 	sp := a.spec
-	refuse := func(format string, args ...any) (*session.Writer, *session.View, *outcome) {
-		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
+	req := session.OpenRequest{
+		FS: a.fsys, Path: sp.Transcript, Create: sp.Create, ExpectHeader: sp.ExpectHeader, Repair: sp.Repair,
+		Start: start, Prompt: prompt,
+		Lost: func(lost session.AttemptEntry) (string, bool) {
+			// Its worker died without recording how the attempt ended —
+			// every process killed at once, or the machine stopped — and
+			// the lease this worker holds proves it gone: write the end it
+			// missed.
+			return lostReason(l, lost), !lostHolderRuns(l, lost)
+		},
 	}
-	first := []session.Entry{{Attempt: &start}, {Message: &prompt}}
+	for _, ans := range sp.Answers {
+		req.Answers = append(req.Answers, ans.WithRecord())
+	}
 	if sp.Create != nil {
 		// The model request needs nothing on disk: the creation's sync
 		// runs beside it, and the next entry waits for it.
-		before := l.SyncRecord
+		req.SyncBefore = l.SyncRecord
 		if a.syncDirs != nil {
-			before = func() error {
+			req.SyncBefore = func() error {
 				if err := a.syncDirs(); err != nil {
 					return err
 				}
 				return l.SyncRecord()
 			}
 		}
-		w, written, err := session.CreateSyncing(a.fsys, sp.Transcript, *sp.Create, before, first...)
-		if err != nil {
-			return refuse("create transcript: %v", err)
+	}
+	opened, refusal, err := session.OpenAttempt(req)
+	switch {
+	case err != nil:
+		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+	case refusal != nil:
+		reason := refusal.Reason
+		if refusal.Code == session.RefusedMalformed || refusal.Code == session.RefusedHeaderChanged {
+			reason = string(refusal.Code) + ": " + reason
 		}
-		view := session.NewView()
-		_ = view.Apply(written[1])
-		a.lifetime = session.Lifetime{}.Started()
-		return w, view, nil
+		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: reason}
 	}
-	// One pass over the file: the whole of it checked, the history the
-	// model sees decoded, the rest kept as call and result ids.
-	tr, err := session.ReadForResume(sp.Transcript)
-	if err != nil {
-		return refuse("malformed: %v", err)
+	a.reserved, a.lifetime = opened.Reserved, opened.Lifetime
+	if opened.Repaired > 0 {
+		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", opened.Repaired)})
 	}
-	if len(sp.ExpectHeader) > 0 {
-		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
-			return refuse("header-changed: the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
-		}
-	}
-	// Decide everything before changing a byte: a refusal leaves the file
-	// byte-identical.
-	msgs := tr.Skeleton()
-	answers := danglingAnswers(msgs, sp.Answers)
-	scan := session.ScanPairs(append(slices.Clone(msgs), answers...))
-	if scan.State == session.Refused {
-		return refuse("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
-	}
-	if (tr.Torn != nil || scan.State == session.Repairable) && !sp.Repair {
-		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
-	}
-	if tr.Torn != nil {
-		if _, err := tr.RepairTail(a.fsys); err != nil {
-			return refuse("repair %s: %v", sp.Transcript, err)
-		}
-	}
-	w, err := tr.OpenWriter(a.fsys)
-	if err != nil {
-		return refuse("%v", err)
-	}
-	repairs := answers
-	if scan.State == session.Repairable {
-		repairs = append(repairs, session.UnknownOutcomeResults(scan.Missing)...)
-	}
-	inCallOrder(msgs, repairs)
-	a.reserved = tr.CallIDs()
-	life := tr.Lifetime()
-	batch := make([]session.Entry, 0, len(repairs)+len(first)+1)
-	if lost, ok := tr.Unfinished(); ok && !lostHolderRuns(l, lost) {
-		// Its worker died without recording how the attempt ended — every
-		// process killed at once, or the machine stopped — and the lease
-		// this worker holds proves it gone: write the end it missed.
-		end := session.LostEnd(lost, lostReason(l, lost), life)
-		life = *end.Lifetime
-		batch = append(batch, session.Entry{Attempt: &end})
-	}
-	a.lifetime = life.Started()
-	view := tr.View()
-	for i := range repairs {
-		batch = append(batch, session.Entry{Message: &repairs[i]})
-	}
-	written, err := w.Append(append(batch, first...)...)
-	if err != nil {
-		w.Close()
-		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
-	}
-	for _, e := range written {
-		_ = view.Apply(e)
-	}
-	if len(repairs) > 0 {
-		a.event(event.Warning{Text: fmt.Sprintf("transcript repaired: %d interrupted tool call(s) answered", len(repairs))})
-	}
-	for _, c := range tr.Clipped {
+	for _, c := range opened.Clipped {
 		a.event(event.Warning{Text: fmt.Sprintf("transcript line %d is %s, over ink's resume line bound of %s: the model sees the start and end of each of its parts; the transcript keeps it whole",
 			c.Line, model.SizeString(c.Bytes), model.SizeString(session.MaxResumeLine))})
 	}
-	return w, view, nil
+	return opened.Writer, opened.View, nil
 }
 
 // lostHolderRuns reports whether the lease's previous holder, the lost
@@ -633,68 +664,6 @@ func lostReason(l *lease.Lease, lost session.AttemptEntry) string {
 		}
 	}
 	return ipc.HostLost
-}
-
-// danglingAnswers keeps the answers whose tool call is in msgs without a
-// result yet, in call order.
-func danglingAnswers(msgs []model.Message, answers []ipc.Answer) []model.Message {
-	if len(answers) == 0 {
-		return nil
-	}
-	answered := map[string]bool{}
-	for _, m := range msgs {
-		for _, r := range m.Results {
-			answered[r.ToolCallID] = true
-		}
-	}
-	byID := map[string]model.Message{}
-	for _, a := range answers {
-		if ans := a.WithRecord(); len(ans.Results) == 1 {
-			byID[ans.Results[0].ToolCallID] = ans
-		}
-	}
-	var out []model.Message
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			if ans, ok := byID[c.ID]; ok && !answered[c.ID] {
-				out = append(out, ans)
-				answered[c.ID] = true
-			}
-		}
-	}
-	return out
-}
-
-// inCallOrder sorts repair results (one result each) into the order of
-// their calls in msgs, so that answers from children and outcome-unknown
-// results interleave as the calls did.
-func inCallOrder(msgs []model.Message, repairs []model.Message) {
-	pos := map[string]int{}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			pos[c.ID] = len(pos)
-		}
-	}
-	sort.SliceStable(repairs, func(i, j int) bool {
-		return pos[repairs[i].Results[0].ToolCallID] < pos[repairs[j].Results[0].ToolCallID]
-	})
-}
-
-// headerChanged compares the transcript's header with the validated one.
-func headerChanged(h session.Header, want json.RawMessage) (bool, error) {
-	var w session.Header
-	if err := json.Unmarshal(want, &w); err != nil {
-		return true, err
-	}
-	a, err := json.Marshal(h)
-	if err != nil {
-		return true, err
-	}
-	b, err := json.Marshal(w)
-	if err != nil {
-		return true, err
-	}
-	return !bytes.Equal(a, b), nil
 }
 
 // prepared is what an attempt builds before its first turn that needs
@@ -782,7 +751,7 @@ func (a *attempt) toolPool() ([]tools.Tool, io.Closer, error) {
 // loopEvent turns loop progress into host events and lease progress. Turns
 // are numbered within the attempt: base holds the turns of the loop runs
 // before this one.
-func (a *attempt) loopEvent(l *lease.Lease, base *atomic.Int64) func(loop.Event) {
+func (a *attempt) loopEvent(l holder, base *atomic.Int64) func(loop.Event) {
 	return func(e loop.Event) {
 		switch e.Type {
 		case loop.EventTurnStart:

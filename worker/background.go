@@ -9,7 +9,6 @@ import (
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
-	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -38,7 +37,7 @@ const waitedText = "[ink] You ended your turn again with background children not
 // ink waits for them and gives the model their results — with their
 // TaskRecords, in the transcript — before its final turn. res is the loop's
 // result so far; the one returned covers every run.
-func (a *attempt) collectBackground(ctx context.Context, w *session.Writer, l *lease.Lease, view *session.View, res loop.Result,
+func (a *attempt) collectBackground(ctx context.Context, w sink, l holder, view *session.View, res loop.Result,
 	base *atomic.Int64, run func() (loop.Result, error)) (loop.Result, error) {
 	for reminders := 0; ; {
 		pend := a.request(ctx, ipc.OpPending, "", nil)

@@ -112,7 +112,10 @@ func openLog() (*slog.Logger, func()) {
 
 // handler serves Attempt streams; a worker process serves exactly one.
 type handler struct {
-	log  *slog.Logger
+	// remote is set for `ink worker --remote`: it runs remote attempts
+	// only, and a local worker runs local ones only.
+	remote bool
+	log    *slog.Logger
 	late *lateLog // a pooled worker's log, opened by adopt; nil otherwise
 	mu   sync.Mutex
 	busy bool
@@ -149,6 +152,9 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	sp := run.Spec
 	if err := sp.Validate(); err != nil {
 		return err
+	}
+	if h.remote != (sp.Remote != nil) {
+		return fmt.Errorf("attempt: a remote worker runs remote attempts and a local worker local ones (remote worker %v, remote attempt %v)", h.remote, sp.Remote != nil)
 	}
 	h.adopt(sp)
 	a := newAttempt(sp, stream, h.log)

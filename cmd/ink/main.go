@@ -47,6 +47,11 @@ func main() {
 	// its own copy of the environment, which ink goes on using).
 	hardenErr := secret.Harden()
 	_, scrubErr := secret.ScrubEnviron(secret.FromEnviron(os.Environ()))
+	if len(os.Args) == 3 && os.Args[1] == "worker" && os.Args[2] == "--remote" {
+		// A worker behind a launch command (ssh, docker run -i): its stdin
+		// and stdout are its host's stream.
+		os.Exit(worker.RemoteMain())
+	}
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		worker.Main() // a worker never prints; its environment holds no key anyway
 		return

@@ -129,6 +129,8 @@ type HostMsg struct {
 	//	*HostMsg_Answer
 	//	*HostMsg_Ack
 	//	*HostMsg_Budget
+	//	*HostMsg_Appended
+	//	*HostMsg_Workspace
 	Msg           isHostMsg_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -216,6 +218,24 @@ func (x *HostMsg) GetBudget() *Budget {
 	return nil
 }
 
+func (x *HostMsg) GetAppended() *Appended {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMsg_Appended); ok {
+			return x.Appended
+		}
+	}
+	return nil
+}
+
+func (x *HostMsg) GetWorkspace() *WorkspaceChunk {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMsg_Workspace); ok {
+			return x.Workspace
+		}
+	}
+	return nil
+}
+
 type isHostMsg_Msg interface {
 	isHostMsg_Msg()
 }
@@ -240,6 +260,16 @@ type HostMsg_Budget struct {
 	Budget *Budget `protobuf:"bytes,5,opt,name=budget,proto3,oneof"`
 }
 
+type HostMsg_Appended struct {
+	// Appended answers one Append of a remote worker (protocol 5).
+	Appended *Appended `protobuf:"bytes,6,opt,name=appended,proto3,oneof"`
+}
+
+type HostMsg_Workspace struct {
+	// WorkspaceChunk carries the remote child's baseline, right after Run.
+	Workspace *WorkspaceChunk `protobuf:"bytes,7,opt,name=workspace,proto3,oneof"`
+}
+
 func (*HostMsg_Run) isHostMsg_Msg() {}
 
 func (*HostMsg_Cancel) isHostMsg_Msg() {}
@@ -249,6 +279,137 @@ func (*HostMsg_Answer) isHostMsg_Msg() {}
 func (*HostMsg_Ack) isHostMsg_Msg() {}
 
 func (*HostMsg_Budget) isHostMsg_Msg() {}
+
+func (*HostMsg_Appended) isHostMsg_Msg() {}
+
+func (*HostMsg_Workspace) isHostMsg_Msg() {}
+
+// Appended is the host's answer to the Append with the same seq: written
+// (offsets of its lines in the transcript), or refused. A fenced refusal
+// ends the attempt: the worker writes nothing more and stops as a fenced
+// worker does.
+type Appended struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Seq     uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Offsets []int64                `protobuf:"varint,2,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
+	Fenced  bool                   `protobuf:"varint,3,opt,name=fenced,proto3" json:"fenced,omitempty"`
+	// error says why the batch was refused (fenced) or not written.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Appended) Reset() {
+	*x = Appended{}
+	mi := &file_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Appended) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Appended) ProtoMessage() {}
+
+func (x *Appended) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Appended.ProtoReflect.Descriptor instead.
+func (*Appended) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Appended) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Appended) GetOffsets() []int64 {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+func (x *Appended) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
+}
+
+func (x *Appended) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// WorkspaceChunk is one piece (at most 1 MiB) of the baseline of a remote
+// child's worktree: a git bundle of its baseline commit.
+type WorkspaceChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Last          bool                   `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkspaceChunk) Reset() {
+	*x = WorkspaceChunk{}
+	mi := &file_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceChunk) ProtoMessage() {}
+
+func (x *WorkspaceChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceChunk.ProtoReflect.Descriptor instead.
+func (*WorkspaceChunk) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WorkspaceChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *WorkspaceChunk) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
 
 // Budget tells the worker how many tokens the run's tree may still spend.
 type Budget struct {
@@ -260,7 +421,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +433,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +446,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{3}
+	return file_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Budget) GetRemaining() int64 {
@@ -304,7 +465,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +477,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +490,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{4}
+	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
 // Run starts the attempt. spec is the JSON of ipc.AttemptSpec (transcript
@@ -343,7 +504,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +516,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +529,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{5}
+	return file_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Run) GetSpec() []byte {
@@ -392,7 +553,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +565,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +578,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{6}
+	return file_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Cancel) GetStatus() string {
@@ -454,7 +615,7 @@ type TaskAnswer struct {
 
 func (x *TaskAnswer) Reset() {
 	*x = TaskAnswer{}
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +627,7 @@ func (x *TaskAnswer) String() string {
 func (*TaskAnswer) ProtoMessage() {}
 
 func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +640,7 @@ func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAnswer.ProtoReflect.Descriptor instead.
 func (*TaskAnswer) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{7}
+	return file_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskAnswer) GetCorrelationId() string {
@@ -531,6 +692,8 @@ type WorkerMsg struct {
 	//	*WorkerMsg_Event
 	//	*WorkerMsg_Task
 	//	*WorkerMsg_Outcome
+	//	*WorkerMsg_Append
+	//	*WorkerMsg_Delta
 	Msg           isWorkerMsg_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -538,7 +701,7 @@ type WorkerMsg struct {
 
 func (x *WorkerMsg) Reset() {
 	*x = WorkerMsg{}
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +713,7 @@ func (x *WorkerMsg) String() string {
 func (*WorkerMsg) ProtoMessage() {}
 
 func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +726,7 @@ func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMsg.ProtoReflect.Descriptor instead.
 func (*WorkerMsg) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{8}
+	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkerMsg) GetMsg() isWorkerMsg_Msg {
@@ -600,6 +763,24 @@ func (x *WorkerMsg) GetOutcome() *Outcome {
 	return nil
 }
 
+func (x *WorkerMsg) GetAppend() *Append {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMsg_Append); ok {
+			return x.Append
+		}
+	}
+	return nil
+}
+
+func (x *WorkerMsg) GetDelta() *WorkspaceDelta {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMsg_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
 type isWorkerMsg_Msg interface {
 	isWorkerMsg_Msg()
 }
@@ -616,11 +797,180 @@ type WorkerMsg_Outcome struct {
 	Outcome *Outcome `protobuf:"bytes,3,opt,name=outcome,proto3,oneof"`
 }
 
+type WorkerMsg_Append struct {
+	// Append asks the host to write entries to the attempt's transcript:
+	// a remote worker writes through its host (protocol 5).
+	Append *Append `protobuf:"bytes,4,opt,name=append,proto3,oneof"`
+}
+
+type WorkerMsg_Delta struct {
+	// WorkspaceDelta carries a snapshot of a remote child's worktree.
+	Delta *WorkspaceDelta `protobuf:"bytes,5,opt,name=delta,proto3,oneof"`
+}
+
 func (*WorkerMsg_Event) isWorkerMsg_Msg() {}
 
 func (*WorkerMsg_Task) isWorkerMsg_Msg() {}
 
 func (*WorkerMsg_Outcome) isWorkerMsg_Msg() {}
+
+func (*WorkerMsg_Append) isWorkerMsg_Msg() {}
+
+func (*WorkerMsg_Delta) isWorkerMsg_Msg() {}
+
+// Append is one batch of transcript entries of a remote worker's attempt,
+// numbered from 1 without gaps; each line is one encoded entry ending in a
+// newline. The host writes it only for the attempt and epoch it runs and
+// answers Appended; the worker sends an entry's event only after that.
+type Append struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Seq       uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	AttemptId string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Epoch     int64                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Lines     [][]byte               `protobuf:"bytes,4,rep,name=lines,proto3" json:"lines,omitempty"`
+	// durable asks for an fsync before Appended.
+	Durable bool `protobuf:"varint,5,opt,name=durable,proto3" json:"durable,omitempty"`
+	// snapshot is the WorkspaceDelta these entries need applied first (0:
+	// none).
+	Snapshot      uint64 `protobuf:"varint,6,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Append) Reset() {
+	*x = Append{}
+	mi := &file_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Append) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Append) ProtoMessage() {}
+
+func (x *Append) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Append.ProtoReflect.Descriptor instead.
+func (*Append) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Append) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Append) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *Append) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Append) GetLines() [][]byte {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *Append) GetDurable() bool {
+	if x != nil {
+		return x.Durable
+	}
+	return false
+}
+
+func (x *Append) GetSnapshot() uint64 {
+	if x != nil {
+		return x.Snapshot
+	}
+	return 0
+}
+
+// WorkspaceDelta is one piece (at most 1 MiB) of snapshot seq of a remote
+// child's worktree: a git bundle of a snapshot commit. The host applies
+// the snapshot once its last piece arrived.
+type WorkspaceDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Last          bool                   `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkspaceDelta) Reset() {
+	*x = WorkspaceDelta{}
+	mi := &file_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceDelta) ProtoMessage() {}
+
+func (x *WorkspaceDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceDelta.ProtoReflect.Descriptor instead.
+func (*WorkspaceDelta) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *WorkspaceDelta) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WorkspaceDelta) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *WorkspaceDelta) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
 
 // Event is one numbered progress event of the attempt.
 type Event struct {
@@ -636,7 +986,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +998,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +1011,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{9}
+	return file_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -703,7 +1053,7 @@ type TaskRequest struct {
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +1065,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +1078,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{10}
+	return file_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskRequest) GetCorrelationId() string {
@@ -772,7 +1122,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +1134,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +1147,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{11}
+	return file_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Usage) GetInput() int64 {
@@ -858,7 +1208,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1220,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1233,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{12}
+	return file_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Outcome) GetStatus() string {
@@ -960,14 +1310,24 @@ const file_worker_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vink_version\x18\x02 \x01(\tR\n" +
 	"inkVersion\x12\x10\n" +
-	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\xe8\x01\n" +
+	"\x03pid\x18\x03 \x01(\x03R\x03pid\"\xd8\x02\n" +
 	"\aHostMsg\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.ink.ipc.v1.RunH\x00R\x03run\x12,\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x12.ink.ipc.v1.CancelH\x00R\x06cancel\x120\n" +
 	"\x06answer\x18\x03 \x01(\v2\x16.ink.ipc.v1.TaskAnswerH\x00R\x06answer\x12#\n" +
 	"\x03ack\x18\x04 \x01(\v2\x0f.ink.ipc.v1.AckH\x00R\x03ack\x12,\n" +
-	"\x06budget\x18\x05 \x01(\v2\x12.ink.ipc.v1.BudgetH\x00R\x06budgetB\x05\n" +
-	"\x03msg\"&\n" +
+	"\x06budget\x18\x05 \x01(\v2\x12.ink.ipc.v1.BudgetH\x00R\x06budget\x122\n" +
+	"\bappended\x18\x06 \x01(\v2\x14.ink.ipc.v1.AppendedH\x00R\bappended\x12:\n" +
+	"\tworkspace\x18\a \x01(\v2\x1a.ink.ipc.v1.WorkspaceChunkH\x00R\tworkspaceB\x05\n" +
+	"\x03msg\"d\n" +
+	"\bAppended\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x18\n" +
+	"\aoffsets\x18\x02 \x03(\x03R\aoffsets\x12\x16\n" +
+	"\x06fenced\x18\x03 \x01(\bR\x06fenced\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"8\n" +
+	"\x0eWorkspaceChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\bR\x04last\"&\n" +
 	"\x06Budget\x12\x1c\n" +
 	"\tremaining\x18\x01 \x01(\x03R\tremaining\"\x05\n" +
 	"\x03Ack\"\x19\n" +
@@ -983,12 +1343,26 @@ const file_worker_proto_rawDesc = "" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12\x16\n" +
 	"\x06record\x18\x04 \x01(\fR\x06record\x12\x18\n" +
 	"\arecords\x18\x05 \x03(\fR\arecords\x12\x18\n" +
-	"\arunning\x18\x06 \x03(\tR\arunning\"\x9d\x01\n" +
+	"\arunning\x18\x06 \x03(\tR\arunning\"\xff\x01\n" +
 	"\tWorkerMsg\x12)\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ink.ipc.v1.EventH\x00R\x05event\x12-\n" +
 	"\x04task\x18\x02 \x01(\v2\x17.ink.ipc.v1.TaskRequestH\x00R\x04task\x12/\n" +
-	"\aoutcome\x18\x03 \x01(\v2\x13.ink.ipc.v1.OutcomeH\x00R\aoutcomeB\x05\n" +
-	"\x03msg\"A\n" +
+	"\aoutcome\x18\x03 \x01(\v2\x13.ink.ipc.v1.OutcomeH\x00R\aoutcome\x12,\n" +
+	"\x06append\x18\x04 \x01(\v2\x12.ink.ipc.v1.AppendH\x00R\x06append\x122\n" +
+	"\x05delta\x18\x05 \x01(\v2\x1a.ink.ipc.v1.WorkspaceDeltaH\x00R\x05deltaB\x05\n" +
+	"\x03msg\"\x9b\x01\n" +
+	"\x06Append\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05lines\x18\x04 \x03(\fR\x05lines\x12\x18\n" +
+	"\adurable\x18\x05 \x01(\bR\adurable\x12\x1a\n" +
+	"\bsnapshot\x18\x06 \x01(\x04R\bsnapshot\"J\n" +
+	"\x0eWorkspaceDelta\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04last\x18\x03 \x01(\bR\x04last\"A\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -1036,41 +1410,49 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_worker_proto_goTypes = []any{
-	(*InfoRequest)(nil), // 0: ink.ipc.v1.InfoRequest
-	(*InfoReply)(nil),   // 1: ink.ipc.v1.InfoReply
-	(*HostMsg)(nil),     // 2: ink.ipc.v1.HostMsg
-	(*Budget)(nil),      // 3: ink.ipc.v1.Budget
-	(*Ack)(nil),         // 4: ink.ipc.v1.Ack
-	(*Run)(nil),         // 5: ink.ipc.v1.Run
-	(*Cancel)(nil),      // 6: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),  // 7: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),   // 8: ink.ipc.v1.WorkerMsg
-	(*Event)(nil),       // 9: ink.ipc.v1.Event
-	(*TaskRequest)(nil), // 10: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),       // 11: ink.ipc.v1.Usage
-	(*Outcome)(nil),     // 12: ink.ipc.v1.Outcome
+	(*InfoRequest)(nil),    // 0: ink.ipc.v1.InfoRequest
+	(*InfoReply)(nil),      // 1: ink.ipc.v1.InfoReply
+	(*HostMsg)(nil),        // 2: ink.ipc.v1.HostMsg
+	(*Appended)(nil),       // 3: ink.ipc.v1.Appended
+	(*WorkspaceChunk)(nil), // 4: ink.ipc.v1.WorkspaceChunk
+	(*Budget)(nil),         // 5: ink.ipc.v1.Budget
+	(*Ack)(nil),            // 6: ink.ipc.v1.Ack
+	(*Run)(nil),            // 7: ink.ipc.v1.Run
+	(*Cancel)(nil),         // 8: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),     // 9: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),      // 10: ink.ipc.v1.WorkerMsg
+	(*Append)(nil),         // 11: ink.ipc.v1.Append
+	(*WorkspaceDelta)(nil), // 12: ink.ipc.v1.WorkspaceDelta
+	(*Event)(nil),          // 13: ink.ipc.v1.Event
+	(*TaskRequest)(nil),    // 14: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),          // 15: ink.ipc.v1.Usage
+	(*Outcome)(nil),        // 16: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	5,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	6,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	7,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	4,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	3,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
-	9,  // 5: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	10, // 6: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	12, // 7: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	11, // 8: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	0,  // 9: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	2,  // 10: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	1,  // 11: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	8,  // 12: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	7,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	8,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	9,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	6,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	5,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	3,  // 5: ink.ipc.v1.HostMsg.appended:type_name -> ink.ipc.v1.Appended
+	4,  // 6: ink.ipc.v1.HostMsg.workspace:type_name -> ink.ipc.v1.WorkspaceChunk
+	13, // 7: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	14, // 8: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	16, // 9: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	11, // 10: ink.ipc.v1.WorkerMsg.append:type_name -> ink.ipc.v1.Append
+	12, // 11: ink.ipc.v1.WorkerMsg.delta:type_name -> ink.ipc.v1.WorkspaceDelta
+	15, // 12: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	0,  // 13: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	2,  // 14: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	1,  // 15: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	10, // 16: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	15, // [15:17] is the sub-list for method output_type
+	13, // [13:15] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -1084,11 +1466,15 @@ func file_worker_proto_init() {
 		(*HostMsg_Answer)(nil),
 		(*HostMsg_Ack)(nil),
 		(*HostMsg_Budget)(nil),
+		(*HostMsg_Appended)(nil),
+		(*HostMsg_Workspace)(nil),
 	}
-	file_worker_proto_msgTypes[8].OneofWrappers = []any{
+	file_worker_proto_msgTypes[10].OneofWrappers = []any{
 		(*WorkerMsg_Event)(nil),
 		(*WorkerMsg_Task)(nil),
 		(*WorkerMsg_Outcome)(nil),
+		(*WorkerMsg_Append)(nil),
+		(*WorkerMsg_Delta)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1096,7 +1482,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
