@@ -200,6 +200,14 @@ func (r *reader) read(fields []field) {
 				continue
 			}
 			p.Network = &b
+		case "launcher":
+			l, ok := value.(string)
+			l = strings.ToLower(strings.TrimSpace(l))
+			if !ok || !contains(Launchers, l) {
+				r.fail(line, "launcher must be one of %s; got %s (remove the line to run where the run's --launcher says)", strings.Join(Launchers, ", "), shown)
+				continue
+			}
+			p.Launcher = l
 		case "isolation":
 			if s, _ := value.(string); strings.TrimSpace(s) == "worktree" {
 				isolationWorktree = true

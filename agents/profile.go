@@ -72,6 +72,10 @@ type Profile struct {
 	// Network is the `network:` field: whether bash may reach the
 	// network; nil when absent (the run's --network decides).
 	Network *bool
+	// Launcher is the `launcher:` field: where the agent's workers run,
+	// one of Launchers ("local", or "remote": through the run's --launcher
+	// exec:…); "" when absent (the run's --launcher decides).
+	Launcher string
 	// Reloaded says the file (in this version) was loaded by a reload
 	// while the run was going, not when it started: written then, perhaps
 	// by an agent. Such a profile may set no sandbox field (sandbox:,
@@ -111,6 +115,11 @@ var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 // SandboxModes lists the values `sandbox:` accepts, from most to least
 // confined.
 var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"}
+
+// Launchers are the values of `launcher:`: "local" runs the agent's
+// workers on this machine; "remote" through the run's --launcher
+// exec:COMMAND, which the user must have given.
+var Launchers = []string{"local", "remote"}
 
 // claudeCodeFields are the frontmatter keys Claude Code's agents use that
 // ink does not: they are kept in Extra with a note, without a warning.

@@ -269,6 +269,17 @@ func (c *RemoteClient) Attempt(ctx context.Context) (*HostStream, error) {
 	return &HostStream{s: stream}, nil
 }
 
+// ProcessState is how the launch command ended, once Done is closed (nil
+// before).
+func (c *RemoteClient) ProcessState() *os.ProcessState {
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState
+	default:
+		return nil
+	}
+}
+
 // Done returns a channel closed once the launch command has exited.
 func (c *RemoteClient) Done() <-chan struct{} { return c.exited }
 

@@ -113,8 +113,10 @@ type RemoteSpec struct {
 	// Reserved are the call ids of the transcript's compacted part: new
 	// calls must not reuse them.
 	Reserved []string `json:"reserved,omitempty"`
-	// Lifetime sums the transcript's attempts, this one's start included.
-	Lifetime session.Lifetime `json:"lifetime"`
+	// Lifetime sums the transcript's attempts, this one's start included,
+	// of which LifetimeEnded recorded their end.
+	Lifetime      session.Lifetime `json:"lifetime"`
+	LifetimeEnded int              `json:"lifetimeEnded"`
 	// Workspace is the worktree the child works in; its baseline follows
 	// Run in WorkspaceChunks.
 	Workspace *RemoteWorkspace `json:"workspace,omitempty"`

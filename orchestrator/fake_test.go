@@ -855,6 +855,11 @@ func newHarness(t testing.TB, cfg Config, p play) *harness {
 	}
 	l := newFakeLauncher(t, p)
 	rec := newRecorder()
+	if cfg.RemoteLauncher == remoteFake {
+		// The same fake plays the remote workers: its specs say which
+		// attempts were sent there.
+		cfg.RemoteLauncher = l
+	}
 	cfg.Launcher, cfg.Sink = l, rec.sink
 	o, err := New(cfg)
 	if err != nil {
@@ -862,6 +867,10 @@ func newHarness(t testing.TB, cfg Config, p play) *harness {
 	}
 	return &harness{o: o, l: l, rec: rec, cfg: cfg}
 }
+
+// remoteFake, as Config.RemoteLauncher, makes newHarness's fake launcher
+// the remote launcher too.
+var remoteFake Launcher = &fakeLauncher{}
 
 // run runs the main agent and fails the test on an error.
 func (h *harness) run(t testing.TB, opts RunOptions) RunResult {

@@ -118,6 +118,15 @@ type Config struct {
 	// Launcher starts workers; nil means a fresh local process per attempt
 	// over go-plugin.
 	Launcher Launcher
+	// RemoteCommand, when set (--launcher exec:COMMAND), runs every child
+	// whose profile does not say `launcher: local` on a worker that shares
+	// no disk with this supervisor, reached through COMMAND (which runs
+	// `ink worker --remote`); each such child works in a worktree.
+	// RemoteLauncher replaces the exec launcher (tests), and
+	// RemoteWorkspace the worktree package's shipping of worktrees.
+	RemoteCommand   string
+	RemoteLauncher  Launcher
+	RemoteWorkspace RemoteWorkspace
 	// WarmWorkers, when above 0, keeps up to that many workers started
 	// ahead of the children that will need them (a warm pool; see
 	// DefaultWarmWorkers): one per free slot of the window, refilled in
@@ -143,6 +152,8 @@ type Config struct {
 type Orchestrator struct {
 	cfg      Config
 	launcher Launcher
+	// remote launches remote attempts; nil without --launcher exec:….
+	remote Launcher
 	pool     *warmPool // nil without WarmWorkers
 	window   *window
 	pub      publisher
@@ -214,6 +225,14 @@ func New(cfg Config) (*Orchestrator, error) {
 		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
 		network: sandbox.CheckNetwork(),
+	}
+	o.remote = cfg.RemoteLauncher
+	if o.remote == nil && cfg.RemoteCommand != "" {
+		ws := cfg.RemoteWorkspace
+		if ws == nil {
+			ws = worktreeShipping{}
+		}
+		o.remote = &execLauncher{command: cfg.RemoteCommand, environ: cfg.Environ, logger: cfg.Logger, workspace: ws}
 	}
 	o.namespaces = sync.OnceValues(func() (sandbox.Namespaces, error) {
 		exe := cfg.Exe

@@ -79,6 +79,12 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	}
 	profileLimits(&spec, plan.profile)
 	plan.sandbox.apply(&spec)
+	// A child with a worktree resumes where the run's launcher puts its
+	// children; one without stays local, since a remote child needs one.
+	if remote, _ := o.remoteChild(plan.profile); remote && plan.worktree != nil {
+		spec.Remote = remoteSpecOf(*plan.worktree)
+		plan.child.gitDir = ""
+	}
 	return o.runChild(ctx, childEnd{
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,

@@ -152,7 +152,11 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	// the tree's, so every task call of a message reaches the supervisor,
 	// which queues what the tree's window cannot take yet (task.queued).
 	spec.MaxParallel = max(o.cfg.MaxParallel, loopWindow)
-	w, err := launchReady(ctx, o.launcher, spec, ar.launchReady)
+	launcher := o.launcher
+	if spec.Remote != nil {
+		launcher = o.remote
+	}
+	w, err := launchReady(ctx, launcher, spec, ar.launchReady)
 	if err != nil {
 		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("could not start the worker: %v", err)
 		if ctx.Err() != nil {

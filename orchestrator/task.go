@@ -121,7 +121,10 @@ type childPlan struct {
 	binding  model.Binding
 	tools    []string
 	worktree bool
-	sandbox  bashSandbox
+	// remote runs the child on a worker that shares no disk with the
+	// supervisor (Config.RemoteCommand); it always works in a worktree.
+	remote  bool
+	sandbox bashSandbox
 	// notes tell the user what was adapted (an alias that fell back to the
 	// parent's model, tools the child runs without); they become warnings.
 	notes []string
@@ -168,6 +171,16 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	}
 	if args.Worktree != nil {
 		plan.worktree = *args.Worktree
+	}
+	var why string
+	if plan.remote, why = o.remoteChild(plan.profile); why != "" {
+		return plan, why
+	}
+	if plan.remote {
+		if args.Worktree != nil && !*args.Worktree {
+			return plan, "task: children run on remote workers here (--launcher exec:…), and a remote child always works in a worktree: leave out worktree: false, or use an agent whose profile says launcher: local"
+		}
+		plan.worktree = true
 	}
 	if plan.worktree {
 		if _, err := worktree.Detect(ctx, parent.cwd); err != nil {
@@ -243,6 +256,10 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 		AttemptID: session.NewID(), SessionID: childID, Agent: agentName, Label: child.label,
 		Binding: plan.binding, System: system, Tools: plan.tools, Cwd: cwd, Root: root, Prompt: args.Prompt,
 		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: parent.thinking,
+	}
+	if plan.remote {
+		spec.Remote = remoteSpecOf(*wt)
+		child.gitDir = ""
 	}
 	profileLimits(&spec, plan.profile)
 	launch.Thinking = spec.Thinking

@@ -58,6 +58,17 @@ type Lifetime struct {
 	ended int
 }
 
+// Ended counts the attempts that recorded their end, which the JSON form
+// of a Lifetime leaves out; WithEnded sets it on a Lifetime decoded from
+// JSON (a remote worker's, which gets both over the wire).
+func (l Lifetime) Ended() int { return l.ended }
+
+// WithEnded returns l counting n ended attempts.
+func (l Lifetime) WithEnded(n int) Lifetime {
+	l.ended = n
+	return l
+}
+
 // add counts one attempt entry.
 func (l *Lifetime) add(a AttemptEntry) {
 	switch a.Phase {

@@ -328,7 +328,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		// entry and the prompt; every later entry goes through it.
 		rs := a.remote
 		w, l, view, epoch = rs, rs, session.ViewFrom(sp.Remote.History), sp.Remote.Epoch
-		a.reserved, a.lifetime = sp.Remote.Reserved, sp.Remote.Lifetime
+		a.reserved, a.lifetime = sp.Remote.Reserved, sp.Remote.Lifetime.WithEnded(sp.Remote.LifetimeEnded)
 		go func() {
 			select {
 			case <-rs.Fenced():

@@ -36,6 +36,7 @@ type globals struct {
 	writable    []string
 	network     givenBool
 	gitWrites   bool
+	launcher    string
 	maxTurns    int
 	window      string
 	budget      string
@@ -73,6 +74,7 @@ func newRootFor(g *globals) *cobra.Command {
 	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
 	pf.VarPF(&g.network, "network", "", "let bash reach the network under read-only and workspace-write (default: no network)").NoOptDefVal = "true"
 	pf.BoolVar(&g.gitWrites, "allow-git-writes", false, "let bash commit in your checkout under workspace-write: its git directory becomes writable, except config and hooks")
+	pf.StringVar(&g.launcher, "launcher", "local", "where children run: local, or exec:COMMAND — a command that runs `ink worker --remote` on another machine or in a container (e.g. 'exec:ssh buildbox ink worker --remote'); each such child works in a worktree")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail on stderr (see each command's help)")
 
 	root.AddCommand(

@@ -114,6 +114,10 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 			return nil, err
 		}
 	}
+	remote, err := orchestrator.ParseLauncher(g.launcher)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
 	relay := &warnRelay{}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	reg, err := profiles(watchCtx, home, cwd, relay.warn, pre.watchProfiles)
@@ -147,7 +151,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		Sandbox: box, Writable: writable,
 		Network: g.network.value, NetworkExplicit: g.network.given, AllowGitWrites: g.gitWrites,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
-		Command: selfCommand(),
+		Command: selfCommand(), RemoteCommand: remote,
 	}
 	if pre.warmWorkers {
 		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers

@@ -1,0 +1,460 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/inkdev/ink/agents"
+	"github.com/inkdev/ink/durable"
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/lease"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
+)
+
+// ExecPrefix starts the --launcher value of the exec launcher.
+const ExecPrefix = "exec:"
+
+// ParseLauncher checks a --launcher value and returns the command of an
+// exec launcher ("" for "local").
+func ParseLauncher(v string) (string, error) {
+	switch {
+	case v == "" || v == "local":
+		return "", nil
+	case strings.HasPrefix(v, ExecPrefix):
+		cmd := strings.TrimSpace(strings.TrimPrefix(v, ExecPrefix))
+		if cmd == "" {
+			return "", fmt.Errorf("--launcher %q names no command: give the command that runs `ink worker --remote`, e.g. --launcher 'exec:ssh buildbox ink worker --remote'", v)
+		}
+		return cmd, nil
+	}
+	return "", fmt.Errorf("--launcher %q: a launcher is local or exec:COMMAND (a command that runs `ink worker --remote`, e.g. 'exec:ssh buildbox ink worker --remote')", v)
+}
+
+// RemoteWorkspace ships a remote child's worktree to its worker and brings
+// the worker's snapshots back into it. The worktree package implements it
+// (worktree.Remote); tests use a fake.
+type RemoteWorkspace interface {
+	// Pack writes the baseline of the worktree at path for its worker.
+	Pack(ctx context.Context, path string, w io.Writer) error
+	// Apply applies a snapshot the worker sent to the worktree at path.
+	Apply(ctx context.Context, path string, r io.Reader) error
+}
+
+// remoteChild says whether a child of profile p runs on a remote worker:
+// when the run has a remote launcher, unless the profile says `launcher:
+// local`. A profile that asks for `launcher: remote` in a run without one
+// is refused, saying what to pass.
+func (o *Orchestrator) remoteChild(p *agents.Profile) (bool, string) {
+	want := ""
+	if p != nil {
+		want = p.Launcher
+	}
+	switch {
+	case want == "local":
+		return false, ""
+	case o.remote != nil:
+		return true, ""
+	case want == "remote":
+		return false, fmt.Sprintf("task: agent %q asks for launcher: remote (%s), but this run has no remote launcher; pass --launcher 'exec:COMMAND' with a command that runs `ink worker --remote`, or remove the line", p.Name, p.Source)
+	}
+	return false, ""
+}
+
+// remoteSpecOf is the remote part of a spec for a child working in wt;
+// the launcher fills in the rest.
+func remoteSpecOf(wt worktree.Record) *ipc.RemoteSpec {
+	return &ipc.RemoteSpec{Workspace: &ipc.RemoteWorkspace{Path: wt.Path, Baseline: wt.Baseline, Branch: wt.Branch}}
+}
+
+// maxSnapshot bounds one snapshot a remote worker sends.
+const maxSnapshot = 512 << 20
+
+// execLauncher runs each remote attempt's worker through a command that
+// reaches `ink worker --remote` (ssh, docker run -i, …), and holds what a
+// worker that shares no disk cannot: the transcript's lease, the
+// transcript, and the child's worktree.
+type execLauncher struct {
+	command   string
+	environ   []string
+	logger    *slog.Logger
+	workspace RemoteWorkspace
+}
+
+var _ Launcher = (*execLauncher)(nil)
+
+// Launch takes the transcript's lease, opens (or repairs) the transcript
+// and writes the attempt's start entry and prompt, starts the command,
+// sends the attempt and ships the workspace. A transcript it cannot take
+// or open yields a worker whose only message is the refusal, as a local
+// worker's would be.
+func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	if spec.Remote == nil || spec.Remote.Workspace == nil {
+		return nil, errors.New("a remote attempt needs its worktree: every remote child works in one")
+	}
+	heartbeat := spec.HeartbeatInterval
+	if heartbeat <= 0 {
+		heartbeat = lease.DefaultHeartbeat
+	}
+	syncDirs, err := durable.MkdirAllLater(durable.OS, filepath.Dir(spec.Transcript), 0o700)
+	if err != nil {
+		return nil, fmt.Errorf("transcript directory: %w", err)
+	}
+	ls, err := lease.AcquireWith(spec.Transcript, lease.Owner{AttemptID: spec.AttemptID, Agent: spec.Label, SessionID: spec.SessionID},
+		lease.Options{Heartbeat: heartbeat, SyncLater: spec.Create != nil})
+	if err != nil {
+		if errors.Is(err, lease.ErrBusy) {
+			return refusedAttempt(spec, "still-running: "+err.Error()), nil
+		}
+		if errors.Is(err, lease.ErrBadLeaseFile) {
+			return refusedAttempt(spec, err.Error()), nil
+		}
+		return nil, err
+	}
+	ls.StartHeartbeat(heartbeat)
+	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: spec.AttemptID, Epoch: ls.Epoch(), Pid: os.Getpid(), Time: time.Now().UTC()}
+	req := session.OpenRequest{
+		Path: spec.Transcript, Create: spec.Create, ExpectHeader: spec.ExpectHeader, Repair: spec.Repair,
+		Start: start, Prompt: model.UserText(spec.Prompt),
+		Lost: func(lost session.AttemptEntry) (string, bool) {
+			p := ls.Previous()
+			if p != nil && p.AttemptID == lost.AttemptID && p.Running() {
+				return "", false
+			}
+			if p != nil && p.AttemptID == lost.AttemptID {
+				if loss := (lease.Status{State: lease.Free, Meta: p}).Lost(); loss == lease.MachineRestarted {
+					return loss.String(), true
+				}
+			}
+			return ipc.HostLost, true
+		},
+	}
+	for _, ans := range spec.Answers {
+		req.Answers = append(req.Answers, ans.WithRecord())
+	}
+	if spec.Create != nil {
+		req.SyncBefore = func() error {
+			if err := syncDirs(); err != nil {
+				return err
+			}
+			return ls.SyncRecord()
+		}
+	}
+	opened, refused, err := session.OpenAttempt(req)
+	if err != nil || refused != nil {
+		_ = ls.Release()
+		if err != nil {
+			return nil, err
+		}
+		reason := refused.Reason
+		if refused.Code == session.RefusedMalformed || refused.Code == session.RefusedHeaderChanged {
+			reason = string(refused.Code) + ": " + reason
+		}
+		return refusedAttempt(spec, reason), nil
+	}
+	rw := &remoteWorker{
+		spec: spec, lease: ls, w: opened.Writer, lifetime: opened.Lifetime, start: start,
+		fence: session.NewFence(opened.Writer, opened.View, spec.AttemptID, ls.Epoch(), ls.Check),
+		ws:    l.workspace, eof: make(chan struct{}),
+	}
+	// From here on the transcript holds a start entry: a failure records
+	// the attempt's end before it is returned.
+	fail := func(err error) (Worker, error) {
+		rw.finish(fmt.Sprintf("the remote worker could not start: %v", err))
+		return nil, err
+	}
+	remote := *spec.Remote
+	remote.Epoch, remote.History, remote.Reserved = ls.Epoch(), opened.View.Export(), opened.Reserved
+	remote.Lifetime, remote.LifetimeEnded = opened.Lifetime, opened.Lifetime.Ended()
+	sent := spec
+	sent.Remote = &remote
+	// What only the host reads stays on the host.
+	sent.Create, sent.ExpectHeader, sent.Answers, sent.Repair = nil, nil, nil, false
+
+	logPath := filepath.Join(spec.InkHome, "logs", spec.SessionID+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
+		return fail(err)
+	}
+	rw.log, err = os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	rw.c, err = ipc.StartExec(ctx, ipc.ExecConfig{Command: l.command, Env: workerEnv(l.environ), Stderr: rw.log})
+	if err != nil {
+		return fail(err)
+	}
+	streamCtx, stop := context.WithCancel(context.Background())
+	rw.stop = stop
+	if rw.s, err = rw.c.Attempt(streamCtx); err != nil {
+		rw.c.Kill()
+		return fail(err)
+	}
+	if err := rw.s.Send(ipc.Run{Spec: sent}); err != nil {
+		rw.c.Kill()
+		return fail(fmt.Errorf("send the attempt: %w", err))
+	}
+	if err := l.ship(ctx, rw.s, remote.Workspace.Path); err != nil {
+		rw.c.Kill()
+		return fail(fmt.Errorf("ship the worktree %s: %w", remote.Workspace.Path, err))
+	}
+	return rw, nil
+}
+
+// ship sends the worktree's baseline in pieces of ipc.MaxChunk.
+func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, path string) error {
+	var buf bytes.Buffer
+	if err := l.workspace.Pack(ctx, path, &buf); err != nil {
+		return err
+	}
+	data := buf.Bytes()
+	for {
+		n := min(len(data), ipc.MaxChunk)
+		last := n == len(data)
+		if err := s.Send(ipc.WorkspaceChunk{Data: data[:n], Last: last}); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+		data = data[n:]
+	}
+}
+
+// remoteWorker is one remote attempt as the supervisor sees it: the
+// command's worker behind its stream, and the lease, transcript and fence
+// the host holds for it. Recv writes the worker's appends through the
+// fence and applies its snapshots; it passes on events, task requests and
+// the outcome.
+type remoteWorker struct {
+	spec     ipc.AttemptSpec
+	c        *ipc.RemoteClient
+	s        *ipc.HostStream
+	stop     context.CancelFunc
+	lease    *lease.Lease
+	w        *session.Writer
+	fence    *session.Fence
+	start    session.AttemptEntry
+	lifetime session.Lifetime
+	ws       RemoteWorkspace
+	log      *os.File
+
+	// delta gathers the snapshot being received; applied is the last one
+	// applied to the worktree.
+	delta      bytes.Buffer
+	deltaSeq   uint64
+	applied    uint64
+	ended      bool // the worker's end entry was written
+	finishOnce sync.Once
+	closeOnce  sync.Once
+	eofOnce    sync.Once
+	eof        chan struct{}
+}
+
+var _ Worker = (*remoteWorker)(nil)
+
+// Pid is the launch command's pid (the shell, or what it ran).
+func (r *remoteWorker) Pid() int { return r.c.Pid() }
+
+// Send sends a message to the worker.
+func (r *remoteWorker) Send(m ipc.HostMsg) error { return r.s.Send(m) }
+
+// Recv returns the worker's next event, task request or outcome, having
+// handled every append and snapshot before it. When the stream breaks
+// before the worker recorded its end, the end is recorded here
+// (interrupted: the worker was lost), so the attempt can be resumed.
+func (r *remoteWorker) Recv() (ipc.WorkerMsg, error) {
+	for {
+		m, err := r.s.Recv()
+		if err != nil {
+			r.eofOnce.Do(func() { close(r.eof) })
+			why := "the remote worker's stream ended before it recorded its end"
+			if !errors.Is(err, io.EOF) {
+				why = fmt.Sprintf("worker lost: the remote worker's stream broke (%v)", err)
+			}
+			r.finish(why)
+			return nil, err
+		}
+		switch m := m.(type) {
+		case ipc.Append:
+			if err := r.s.Send(r.append(m)); err != nil {
+				return nil, err
+			}
+		case ipc.WorkspaceDelta:
+			if err := r.receiveDelta(m); err != nil {
+				r.fence.Close(err.Error())
+			}
+		default:
+			return m, nil
+		}
+	}
+}
+
+// append passes one batch through the fence and answers it.
+func (r *remoteWorker) append(m ipc.Append) ipc.Appended {
+	if m.Snapshot != 0 && m.Snapshot != r.applied {
+		r.fence.Close(fmt.Sprintf("batch %d needs snapshot %d of the worktree, which was not applied", m.Seq, m.Snapshot))
+	}
+	ack, err := r.fence.Append(session.Append{Seq: m.Seq, AttemptID: m.AttemptID, Epoch: m.Epoch, Lines: m.Lines, Durable: m.Durable})
+	if err != nil {
+		return ipc.Appended{Seq: m.Seq, Fenced: errors.Is(err, session.ErrFenced), Error: err.Error()}
+	}
+	for _, e := range ack.Entries {
+		if e.Attempt != nil && e.Attempt.Phase == session.PhaseEnd {
+			r.ended = true
+		}
+	}
+	r.lease.Progress()
+	return ipc.Appended{Seq: ack.Seq, Offsets: ack.Offsets}
+}
+
+// receiveDelta gathers one piece of a snapshot and applies the snapshot
+// once its last piece came.
+func (r *remoteWorker) receiveDelta(d ipc.WorkspaceDelta) error {
+	if d.Seq != r.deltaSeq {
+		if r.delta.Len() > 0 || d.Seq != r.applied+1 {
+			return fmt.Errorf("snapshot %d of the worktree arrived out of order (after %d)", d.Seq, r.applied)
+		}
+		r.deltaSeq = d.Seq
+	}
+	if r.delta.Len()+len(d.Data) > maxSnapshot {
+		return fmt.Errorf("snapshot %d of the worktree is over %d MiB", d.Seq, maxSnapshot>>20)
+	}
+	r.delta.Write(d.Data)
+	if !d.Last {
+		return nil
+	}
+	defer r.delta.Reset()
+	if err := r.ws.Apply(context.Background(), r.spec.Remote.Workspace.Path, bytes.NewReader(r.delta.Bytes())); err != nil {
+		return fmt.Errorf("snapshot %d of the worktree could not be applied: %v", d.Seq, err)
+	}
+	r.applied = d.Seq
+	return nil
+}
+
+// finish records the attempt's end when the worker did not (interrupted,
+// with reason), closes the fence and the transcript and releases the
+// lease. Once only.
+func (r *remoteWorker) finish(reason string) {
+	r.finishOnce.Do(func() {
+		r.fence.Close(reason)
+		if !r.ended && r.lease.Check() == nil {
+			end := session.LostEnd(r.start, reason, r.lifetime)
+			if err := r.w.AppendAttempt(end); err != nil {
+				slog.Default().Warn("remote attempt end not recorded", "attempt", r.spec.AttemptID, "err", err)
+			}
+		}
+		_ = r.w.Close()
+		_ = r.lease.Release()
+		if r.log != nil {
+			_ = r.log.Close()
+		}
+	})
+}
+
+// Close ends a worker whose outcome was acknowledged: it ends the stream,
+// waits (bounded) for the worker to end its side, and shuts the command
+// down.
+func (r *remoteWorker) Close() {
+	r.closeOnce.Do(func() {
+		_ = r.s.CloseSend()
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
+		select {
+		case <-r.eof:
+		case <-t.C:
+		}
+		r.c.Shutdown()
+		r.stop()
+		r.finish("the remote worker ended without recording its end")
+	})
+}
+
+// Kill kills the launch command's process group at once; a worker beyond
+// it (over ssh, in a container) sees its stream end and stops.
+func (r *remoteWorker) Kill() {
+	r.c.Kill()
+	r.Close()
+}
+
+// Exit waits up to d for the launch command to end and says how.
+func (r *remoteWorker) Exit(d time.Duration) (ExitState, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.c.Done():
+	case <-t.C:
+		return ExitState{}, false
+	}
+	st := r.c.ProcessState()
+	if st == nil {
+		return ExitState{}, false
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return ExitState{Code: st.ExitCode()}, true
+	case ws.Signaled():
+		return ExitState{Signal: unix.SignalName(ws.Signal())}, true
+	default:
+		return ExitState{Code: ws.ExitStatus()}, true
+	}
+}
+
+// refusedWorker is an attempt refused before any worker ran: its only
+// message is the refusal.
+type refusedWorker struct {
+	out       ipc.Outcome
+	once      sync.Once
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// refusedAttempt returns the refusedWorker of spec with reason.
+func refusedAttempt(spec ipc.AttemptSpec, reason string) *refusedWorker {
+	return &refusedWorker{out: ipc.Outcome{Status: ipc.StatusRefused, Reason: reason, AttemptID: spec.AttemptID}, done: make(chan struct{})}
+}
+
+var _ Worker = (*refusedWorker)(nil)
+
+func (r *refusedWorker) Pid() int               { return 0 }
+func (r *refusedWorker) Send(ipc.HostMsg) error { return nil }
+
+func (r *refusedWorker) Recv() (ipc.WorkerMsg, error) {
+	sent := false
+	r.once.Do(func() { sent = true })
+	if sent {
+		return r.out, nil
+	}
+	<-r.done
+	return nil, io.EOF
+}
+
+func (r *refusedWorker) Close() { r.closeOnce.Do(func() { close(r.done) }) }
+func (r *refusedWorker) Kill() { r.Close() }
+func (r *refusedWorker) Exit(time.Duration) (ExitState, bool) {
+	return ExitState{}, true
+}
+
+// worktreeShipping is the RemoteWorkspace of the worktree package.
+type worktreeShipping struct{}
+
+func (worktreeShipping) Pack(ctx context.Context, path string, w io.Writer) error {
+	return errors.New("shipping a worktree to a remote worker is not built yet")
+}
+
+func (worktreeShipping) Apply(ctx context.Context, path string, r io.Reader) error {
+	return errors.New("applying a remote worker's snapshot is not built yet")
+}
