@@ -154,12 +154,12 @@ type Orchestrator struct {
 	launcher Launcher
 	// remote launches remote attempts; nil without --launcher exec:….
 	remote Launcher
-	pool     *warmPool // nil without WarmWorkers
-	window   *window
-	pub      publisher
-	live     liveSet
-	usage    usageBook
-	budget   treeBudget
+	pool   *warmPool // nil without WarmWorkers
+	window *window
+	pub    publisher
+	live   liveSet
+	usage  usageBook
+	budget treeBudget
 
 	env    map[string]string // cfg.Environ by name
 	redact *secret.Redactor

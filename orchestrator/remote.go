@@ -443,7 +443,7 @@ func (r *refusedWorker) Recv() (ipc.WorkerMsg, error) {
 }
 
 func (r *refusedWorker) Close() { r.closeOnce.Do(func() { close(r.done) }) }
-func (r *refusedWorker) Kill() { r.Close() }
+func (r *refusedWorker) Kill()  { r.Close() }
 func (r *refusedWorker) Exit(time.Duration) (ExitState, bool) {
 	return ExitState{}, true
 }

@@ -116,10 +116,10 @@ type handler struct {
 	// only, and a local worker runs local ones only.
 	remote bool
 	log    *slog.Logger
-	late *lateLog // a pooled worker's log, opened by adopt; nil otherwise
-	mu   sync.Mutex
-	busy bool
-	done chan struct{}
+	late   *lateLog // a pooled worker's log, opened by adopt; nil otherwise
+	mu     sync.Mutex
+	busy   bool
+	done   chan struct{}
 }
 
 func (h *handler) started() bool {
