@@ -48,10 +48,11 @@ func ParseLauncher(v string) (string, error) {
 // the worker's snapshots back into it. The worktree package implements it
 // (worktree.Remote); tests use a fake.
 type RemoteWorkspace interface {
-	// Pack writes the baseline of the worktree at path for its worker.
-	Pack(ctx context.Context, path string, w io.Writer) error
-	// Apply applies a snapshot the worker sent to the worktree at path.
-	Apply(ctx context.Context, path string, r io.Reader) error
+	// Pack writes the worktree of rec for its worker: its baseline, the
+	// child's commits and its files as they are.
+	Pack(ctx context.Context, rec worktree.Record, w io.Writer) error
+	// Apply applies a snapshot the worker sent to the worktree of rec.
+	Apply(ctx context.Context, rec worktree.Record, r io.Reader) error
 }
 
 // remoteChild says whether a child of profile p runs on a remote worker:
@@ -104,6 +105,13 @@ var _ Launcher = (*execLauncher)(nil)
 func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
 	if spec.Remote == nil || spec.Remote.Workspace == nil {
 		return nil, errors.New("a remote attempt needs its worktree: every remote child works in one")
+	}
+	info, err := worktree.Find(ctx, spec.InkHome, spec.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("the remote child's worktree: %w", err)
+	}
+	if info.Record.Path != spec.Remote.Workspace.Path {
+		return nil, fmt.Errorf("the remote child's worktree is at %s, not %s", info.Record.Path, spec.Remote.Workspace.Path)
 	}
 	heartbeat := spec.HeartbeatInterval
 	if heartbeat <= 0 {
@@ -168,7 +176,7 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 	rw := &remoteWorker{
 		spec: spec, lease: ls, w: opened.Writer, lifetime: opened.Lifetime, start: start,
 		fence: session.NewFence(opened.Writer, opened.View, spec.AttemptID, ls.Epoch(), ls.Check),
-		ws:    l.workspace, eof: make(chan struct{}),
+		ws:    l.workspace, rec: info.Record, eof: make(chan struct{}),
 	}
 	// From here on the transcript holds a start entry: a failure records
 	// the attempt's end before it is returned.
@@ -206,7 +214,7 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		rw.c.Kill()
 		return fail(fmt.Errorf("send the attempt: %w", err))
 	}
-	if err := l.ship(ctx, rw.s, remote.Workspace.Path); err != nil {
+	if err := l.ship(ctx, rw.s, info.Record); err != nil {
 		rw.c.Kill()
 		return fail(fmt.Errorf("ship the worktree %s: %w", remote.Workspace.Path, err))
 	}
@@ -214,9 +222,9 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 }
 
 // ship sends the worktree's baseline in pieces of ipc.MaxChunk.
-func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, path string) error {
+func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree.Record) error {
 	var buf bytes.Buffer
-	if err := l.workspace.Pack(ctx, path, &buf); err != nil {
+	if err := l.workspace.Pack(ctx, rec, &buf); err != nil {
 		return err
 	}
 	data := buf.Bytes()
@@ -249,6 +257,7 @@ type remoteWorker struct {
 	start    session.AttemptEntry
 	lifetime session.Lifetime
 	ws       RemoteWorkspace
+	rec      worktree.Record
 	log      *os.File
 
 	// delta gathers the snapshot being received; applied is the last one
@@ -337,7 +346,7 @@ func (r *remoteWorker) receiveDelta(d ipc.WorkspaceDelta) error {
 		return nil
 	}
 	defer r.delta.Reset()
-	if err := r.ws.Apply(context.Background(), r.spec.Remote.Workspace.Path, bytes.NewReader(r.delta.Bytes())); err != nil {
+	if err := r.ws.Apply(context.Background(), r.rec, bytes.NewReader(r.delta.Bytes())); err != nil {
 		return fmt.Errorf("snapshot %d of the worktree could not be applied: %v", d.Seq, err)
 	}
 	r.applied = d.Seq
@@ -451,10 +460,10 @@ func (r *refusedWorker) Exit(time.Duration) (ExitState, bool) {
 // worktreeShipping is the RemoteWorkspace of the worktree package.
 type worktreeShipping struct{}
 
-func (worktreeShipping) Pack(ctx context.Context, path string, w io.Writer) error {
+func (worktreeShipping) Pack(ctx context.Context, rec worktree.Record, w io.Writer) error {
 	return errors.New("shipping a worktree to a remote worker is not built yet")
 }
 
-func (worktreeShipping) Apply(ctx context.Context, path string, r io.Reader) error {
+func (worktreeShipping) Apply(ctx context.Context, rec worktree.Record, r io.Reader) error {
 	return errors.New("applying a remote worker's snapshot is not built yet")
 }

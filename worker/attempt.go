@@ -312,6 +312,14 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		})
 	}
 
+	// A remote child's tools work in its workspace, which must be made
+	// first; the host wrote its start entry, so a failure is recorded.
+	var early *outcome
+	if a.remote != nil && sp.Remote.Workspace != nil {
+		if err := a.materialise(ctx); err != nil {
+			early = &outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: sp.Remote.Epoch}
+		}
+	}
 	// The tools and the provider are built while the lease and the
 	// transcript wait on the disk: neither needs the other.
 	prep := a.prepare()
@@ -343,10 +351,8 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		if n := len(sp.Remote.History); n > 0 {
 			a.event(event.Message{Message: sp.Remote.History[n-1].Message})
 		}
-		if sp.Remote.Workspace != nil {
-			if err := a.materialise(ctx); err != nil {
-				return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
-			}
+		if early != nil {
+			return a.end(w, l, *early)
 		}
 	} else {
 		lw, ll, lview, out := a.openLocal(ctx, cancel)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -249,72 +250,67 @@ func receiveWorkspace(ctx context.Context, chunks <-chan ipc.WorkspaceChunk, w i
 // Workspace makes and snapshots a remote child's worktree on the worker's
 // side; the worktree package's implementation by default.
 type Workspace interface {
-	// Materialise makes a repository of its own at dir, which must not
-	// exist, from the baseline read from r.
-	Materialise(ctx context.Context, dir string, r io.Reader) error
-	// Snapshot writes a snapshot of the repository at dir to w: committed
-	// work, uncommitted and untracked files, deletions and modes.
-	Snapshot(ctx context.Context, dir string, w io.Writer) error
+	// Materialise makes a repository of its own at dir from the baseline
+	// read from r, and returns the commit that snapshots the worktree as
+	// shipped.
+	Materialise(ctx context.Context, dir string, r io.Reader) (snapshot string, err error)
+	// Snapshot writes to w a snapshot of the repository at dir — committed
+	// work, uncommitted and untracked files, deletions and modes — holding
+	// what since (the last snapshot the host has) lacks, and returns its
+	// commit (since itself when nothing changed).
+	Snapshot(ctx context.Context, dir, since string, w io.Writer) (commit string, err error)
 }
 
 // workspace is the Workspace remote attempts use (nil: none available).
 var workspace Workspace
 
-// materialise receives the remote child's baseline and makes its
-// worktree at the path the host's worktree has, refusing at once when that
-// path exists here (the host's own disk, seen without a mount namespace of
-// the worker's own), and arranges for a snapshot before every durable
-// batch.
+// materialise receives the remote child's baseline and makes its worktree
+// at the path the host's worktree has (refused at once where that path
+// exists here: the host's own disk, seen without a mount namespace of the
+// worker's own), and arranges for a snapshot before every durable batch.
+// The worktree's git directory is the worker's own throwaway one: bash may
+// write it but for its config and hooks.
 func (a *attempt) materialise(ctx context.Context) error {
 	ws := a.spec.Remote.Workspace
 	if workspace == nil {
 		return errors.New("this ink cannot make a remote workspace")
 	}
-	if _, err := os.Lstat(ws.Path); err == nil {
-		return fmt.Errorf("the worktree path %s already exists where the remote worker runs: a remote worker must not share the supervisor's disk (run it on another machine, in a container, or in a mount namespace of its own)", ws.Path)
-	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(receiveWorkspace(ctx, a.chunks, pw)) }()
-	if err := workspace.Materialise(ctx, ws.Path, pr); err != nil {
-		pr.CloseWithError(err)
-		return fmt.Errorf("make the remote workspace at %s: %w", ws.Path, err)
+	since, err := workspace.Materialise(ctx, ws.Path, pr)
+	pr.CloseWithError(errors.New("the workspace was read"))
+	if err != nil {
+		return fmt.Errorf("make the remote workspace: %w", err)
 	}
-	var snap uint64
+	a.spec.WorktreeGitDir, a.spec.AllowGitWrites = "", true
+	var seq uint64
 	a.remote.snapshot = func() (uint64, error) {
-		snap++
-		cw := &chunkWriter{send: func(data []byte, last bool) error {
-			return a.stream.Send(ipc.WorkspaceDelta{Seq: snap, Data: data, Last: last})
-		}}
-		if err := workspace.Snapshot(context.WithoutCancel(ctx), ws.Path, cw); err != nil {
+		var buf bytes.Buffer
+		commit, err := workspace.Snapshot(context.WithoutCancel(ctx), ws.Path, since, &buf)
+		if err != nil {
 			return 0, err
 		}
-		return snap, cw.close()
+		if commit == since {
+			return 0, nil
+		}
+		seq++
+		data := buf.Bytes()
+		for {
+			n := min(len(data), ipc.MaxChunk)
+			last := n == len(data)
+			if err := a.stream.Send(ipc.WorkspaceDelta{Seq: seq, Data: data[:n], Last: last}); err != nil {
+				return 0, err
+			}
+			if last {
+				break
+			}
+			data = data[n:]
+		}
+		// The batch that names this snapshot is answered only once the
+		// host applied it; a refusal fences the attempt. Either way the
+		// next snapshot builds on this one.
+		since = commit
+		return seq, nil
 	}
 	return nil
 }
-
-// chunkWriter cuts what is written into pieces of ipc.MaxChunk; close
-// sends the last (possibly empty) one.
-type chunkWriter struct {
-	send func(data []byte, last bool) error
-	buf  []byte
-}
-
-func (c *chunkWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		room := ipc.MaxChunk - len(c.buf)
-		take := min(room, len(p))
-		c.buf = append(c.buf, p[:take]...)
-		p = p[take:]
-		if len(c.buf) == ipc.MaxChunk {
-			if err := c.send(c.buf, false); err != nil {
-				return 0, err
-			}
-			c.buf = c.buf[:0:0]
-		}
-	}
-	return n, nil
-}
-
-func (c *chunkWriter) close() error { return c.send(c.buf, true) }
