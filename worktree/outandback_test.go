@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -375,5 +376,239 @@ func TestPackShipsIncludesOnlyWhenAsked(t *testing.T) {
 	}
 	if _, err := gitTry(rec.Path, "--git-dir="+rec.GitDir(), "cat-file", "-e", git(t, root, "hash-object", ".env")); err == nil {
 		t.Fatal("Pack stored the include file in the worktree's git directory")
+	}
+}
+
+// attacker is a worker that crafts what it sends with git alone.
+type attacker struct {
+	t    *testing.T
+	dir  string
+	head string
+}
+
+func (a attacker) git(stdin string, args ...string) string {
+	a.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", a.dir}, args...)...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		a.t.Fatalf("git %v: %v\n%s", args, err, errb.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// blob stores content and returns its sha.
+func (a attacker) blob(content string) string {
+	return a.git(content, "hash-object", "-w", "--stdin")
+}
+
+// treeWith is HEAD's tree with extra top-level entries ("mode type sha\tname").
+func (a attacker) treeWith(extra ...string) string {
+	entries := append(strings.Split(a.git("", "ls-tree", "HEAD"), "\n"), extra...)
+	return a.git(strings.Join(entries, "\n")+"\n", "mktree")
+}
+
+// treeWithFiles is HEAD's tree with files added at any depth
+// ("mode,sha,path" each).
+func (a attacker) treeWithFiles(files ...string) string {
+	idx := filepath.Join(a.t.TempDir(), "index")
+	run := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", a.dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			a.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("read-tree", "HEAD")
+	for _, f := range files {
+		run("update-index", "--add", "--cacheinfo", f)
+	}
+	return run("write-tree")
+}
+
+func (a attacker) commit(tree string, parents ...string) string {
+	args := []string{"commit-tree", tree, "-m", "evil"}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	return a.git("", args...)
+}
+
+// bundle is a snapshot bundle of commit, with prereqs as prerequisites
+// and refs besides refs/ink/snapshot.
+func (a attacker) bundle(commit string, prereqs []string, extraRefs ...string) []byte {
+	var b bytes.Buffer
+	names := append([]string{refSnapshot}, extraRefs...)
+	refs := map[string]string{}
+	for _, n := range names {
+		refs[n] = commit
+	}
+	if err := writeBundleHeader(&b, prereqs, names, refs); err != nil {
+		a.t.Fatal(err)
+	}
+	revs := commit + "\n"
+	for _, p := range prereqs {
+		revs += "^" + p + "\n"
+	}
+	cmd := exec.Command("git", "-C", a.dir, "pack-objects", "--revs", "--stdout", "-q")
+	var errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(revs), &b, &errb
+	if err := cmd.Run(); err != nil {
+		a.t.Fatalf("pack-objects: %v\n%s", err, errb.String())
+	}
+	return b.Bytes()
+}
+
+// packCount counts the files of the worktree's object packs.
+func packCount(t *testing.T, rec Record) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(rec.GitDir(), "objects", "pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func TestApplySnapshotRefusesHostileSnapshots(t *testing.T) {
+	ctx := context.Background()
+	rec := remoteRepo(t, "hostile")
+	wdir := workerDir(t, rec)
+	sh, ws := shipTo(t, rec, wdir, PackOptions{})
+	a := attacker{t: t, dir: wdir, head: ws.Head}
+	base := []string{rec.Baseline, sh.Snapshot}
+	outside := filepath.Join(t.TempDir(), "outside")
+
+	evil := a.blob("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+	dotGit := a.git("100644 blob "+evil+"\tconfig\n", "mktree")
+	orphan := a.commit(a.git("", "rev-parse", "HEAD^{tree}"))
+	writeFile(t, wdir, "big.bin", strings.Repeat("\x00", 2<<20))
+	bigInfo, bigBundle := snapshot(t, wdir, ws.Snapshot)
+	if err := os.Remove(filepath.Join(wdir, "big.bin")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, wdir, "commit", "-q", "--allow-empty", "-m", "unknown to the supervisor")
+	unknown := git(t, wdir, "rev-parse", "HEAD")
+	git(t, wdir, "reset", "-q", "--hard", ws.Head)
+
+	cases := []struct {
+		name   string
+		bundle []byte
+		opts   ApplyOptions
+		want   Refusal
+		path   string
+	}{
+		{name: "not a bundle", bundle: []byte("PACK\x00\x00\x00\x02garbage"), want: RefusedMalformed},
+		{name: "a pack cut short", bundle: a.bundle(a.commit(a.treeWith("100644 blob "+a.blob("x\n")+"\tx"), a.head), base)[:200], want: RefusedMalformed},
+		{name: "another ref", bundle: a.bundle(a.commit(a.treeWith(), a.head), base, "refs/heads/main"), want: RefusedMalformed},
+		{name: "a commit not descending from the baseline", bundle: a.bundle(a.commit(a.treeWith(), orphan), base), want: RefusedNotDescendant},
+		{name: "two parents", bundle: a.bundle(a.commit(a.treeWith(), a.head, orphan), base), want: RefusedNotDescendant},
+		{name: "a prerequisite the supervisor lacks", bundle: a.bundle(a.commit(a.treeWith(), unknown), []string{rec.Baseline, unknown}), want: RefusedUnknownBase},
+		{name: "a path ../x", bundle: a.bundle(a.commit(a.treeWith("100644 blob "+evil+"\t.."), a.head), base), want: RefusedPath},
+		{name: "a .git/config entry", bundle: a.bundle(a.commit(a.treeWith("040000 tree "+dotGit+"\t.git"), a.head), base), want: RefusedPath},
+		{name: "a .GIT/config entry", bundle: a.bundle(a.commit(a.treeWith("040000 tree "+dotGit+"\t.GIT"), a.head), base), want: RefusedPath},
+		{name: "an absolute symlink", bundle: a.bundle(a.commit(a.treeWithFiles("120000,"+a.blob(outside)+",escape"), a.head), base), want: RefusedSymlink, path: "escape"},
+		{name: "a symlink climbing out", bundle: a.bundle(a.commit(a.treeWithFiles("120000,"+a.blob("../../outside")+",src/up"), a.head), base), want: RefusedSymlink, path: "src/up"},
+		{name: "a symlink out through another", bundle: a.bundle(a.commit(a.treeWithFiles("120000,"+a.blob("../..")+",a/b/s", "120000,"+a.blob("a/b/s/..")+",t"), a.head), base), want: RefusedSymlink, path: "t"},
+		{name: "a symlink on the worker's branch", bundle: a.bundle(a.commit(a.treeWith(), a.commit(a.treeWithFiles("120000,"+a.blob("/etc")+",etc"), a.head)), base), want: RefusedSymlink, path: "etc"},
+		{name: "a bundle over the bound", bundle: bigBundle, opts: ApplyOptions{MaxBytes: 1000}, want: RefusedTooLarge},
+		{name: "files over the bound", bundle: bigBundle, opts: ApplyOptions{MaxWriteBytes: 1 << 20}, want: RefusedTooLarge},
+		{name: "too many files", bundle: bigBundle, opts: ApplyOptions{MaxFiles: 3}, want: RefusedTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := dirState(t, rec.Path)
+			tip := worktreeGit(t, rec, "rev-parse", "HEAD")
+			packs := packCount(t, rec)
+			_, err := ApplySnapshot(ctx, rec, bytes.NewReader(c.bundle), c.opts)
+			var re *RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("ApplySnapshot = %v, want a refusal (%s)", err, c.want)
+			}
+			if re.Refusal != c.want || re.Path != c.path || !strings.Contains(err.Error(), "nothing of it was applied") {
+				t.Fatalf("refusal %s at %q: %v; want %s at %q", re.Refusal, re.Path, err, c.want, c.path)
+			}
+			t.Log(err)
+			sameState(t, "the worktree after a refusal", dirState(t, rec.Path), before)
+			if got := worktreeGit(t, rec, "rev-parse", "HEAD"); got != tip {
+				t.Fatalf("the branch moved to %s", got)
+			}
+			if got := packCount(t, rec); got != packs {
+				t.Fatalf("a refused snapshot left objects: %d pack files, were %d", got, packs)
+			}
+			if m, _ := filepath.Glob(filepath.Join(rec.GitDir(), "incoming-*")); len(m) > 0 {
+				t.Fatalf("quarantine left behind: %v", m)
+			}
+			if exists(outside) {
+				t.Fatal("something was written outside the worktree")
+			}
+		})
+	}
+	// Within the bounds, the same big snapshot applies.
+	if res := apply(t, rec, bigBundle); res.Snapshot != bigInfo.Commit {
+		t.Fatalf("ApplySnapshot = %+v", res)
+	}
+}
+
+// A symlink in the worktree that leads outside (one ink copied in as a
+// .worktreeinclude file, say) is never written through, whatever the
+// snapshot holds at its path.
+func TestApplySnapshotNeverWritesThroughASymlink(t *testing.T) {
+	rec := remoteRepo(t, "through")
+	wdir := workerDir(t, rec)
+	_, ws := shipTo(t, rec, wdir, PackOptions{})
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(rec.Path, "link")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, wdir, "link/x", "through the link\n")
+	_, bundle := snapshot(t, wdir, ws.Snapshot)
+	_, err := ApplySnapshot(context.Background(), rec, bytes.NewReader(bundle), ApplyOptions{})
+	t.Logf("ApplySnapshot: %v", err)
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Fatalf("ApplySnapshot (%v) wrote outside the worktree: %v", err, entries)
+	}
+	if err == nil {
+		// git replaced the symlink by the worker's directory.
+		if fi, lerr := os.Lstat(filepath.Join(rec.Path, "link")); lerr != nil || !fi.IsDir() {
+			t.Fatalf("link after the apply: %v, %v", fi, lerr)
+		}
+	}
+}
+
+func TestSnapshotPathChecks(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{"src/main.go", true}, {".gitignore", true}, {"a/.github/x", true}, {"..x", true},
+		{"../x", false}, {"a/../../x", false}, {"/etc/passwd", false}, {"a//b", false}, {"./a", false},
+		{".git/config", false}, {"sub/.GIT/hooks/pre-commit", false}, {".git./config", false}, {".git /x", false}, {"GIT~1/config", false},
+	} {
+		if err := checkPath(c.path); (err == nil) != c.ok {
+			t.Errorf("checkPath(%q) = %v, want ok %v", c.path, err, c.ok)
+		}
+	}
+	links := map[string]string{
+		"in":        "src/main.go",
+		"up":        "../x",
+		"abs":       "/etc",
+		"a/b/root":  "../..",
+		"via":       "a/b/root/..",
+		"via-ok":    "a/b/root/src",
+		"loop1":     "loop2",
+		"loop2":     "loop1",
+		"a/sibling": "../in",
+	}
+	for p, want := range map[string]bool{"in": false, "up": true, "abs": true, "a/b/root": false, "via": true, "via-ok": false, "loop1": true, "a/sibling": false} {
+		if got := leadsOutside(p, links); got != want {
+			t.Errorf("leadsOutside(%q -> %q) = %v, want %v", p, links[p], got, want)
+		}
 	}
 }
