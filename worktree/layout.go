@@ -290,3 +290,15 @@ func (l *layout) checkRefDirs(branch string) error {
 	}
 	return nil
 }
+
+// checkInkRefs checks, before ink writes one of its refs/ink/ refs in the
+// worktree's git directory, that no directory on the way to it or its
+// reflog is a symlink or a file.
+func (l *layout) checkInkRefs() error {
+	for _, d := range []string{"refs", filepath.Join("refs", "ink"), "logs", filepath.Join("logs", "refs"), filepath.Join("logs", "refs", "ink")} {
+		if err := realDir(filepath.Join(l.commonDir, d)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return untrusted(l.workTree, "%v", err)
+		}
+	}
+	return nil
+}
