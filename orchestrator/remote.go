@@ -458,12 +458,17 @@ func (r *refusedWorker) Exit(time.Duration) (ExitState, bool) {
 }
 
 // worktreeShipping is the RemoteWorkspace of the worktree package.
+// .worktreeinclude files (often secrets) are not shipped.
 type worktreeShipping struct{}
 
+// Pack writes the worktree with worktree.Pack.
 func (worktreeShipping) Pack(ctx context.Context, rec worktree.Record, w io.Writer) error {
-	return errors.New("shipping a worktree to a remote worker is not built yet")
+	_, err := worktree.Pack(ctx, rec, w, worktree.PackOptions{})
+	return err
 }
 
+// Apply applies a snapshot with worktree.ApplySnapshot, within its bounds.
 func (worktreeShipping) Apply(ctx context.Context, rec worktree.Record, r io.Reader) error {
-	return errors.New("applying a remote worker's snapshot is not built yet")
+	_, err := worktree.ApplySnapshot(ctx, rec, r, worktree.ApplyOptions{})
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
 )
 
 // RemoteMain serves one attempt over this process's standard input and
@@ -261,8 +262,21 @@ type Workspace interface {
 	Snapshot(ctx context.Context, dir, since string, w io.Writer) (commit string, err error)
 }
 
-// workspace is the Workspace remote attempts use (nil: none available).
-var workspace Workspace
+// workspace is the Workspace remote attempts use.
+var workspace Workspace = worktreeWorkspace{}
+
+// worktreeWorkspace is the worktree package's Workspace.
+type worktreeWorkspace struct{}
+
+func (worktreeWorkspace) Materialise(ctx context.Context, dir string, r io.Reader) (string, error) {
+	ws, err := worktree.Materialise(ctx, dir, r)
+	return ws.Snapshot, err
+}
+
+func (worktreeWorkspace) Snapshot(ctx context.Context, dir, since string, w io.Writer) (string, error) {
+	info, err := worktree.Snapshot(ctx, dir, since, w)
+	return info.Commit, err
+}
 
 // materialise receives the remote child's baseline and makes its worktree
 // at the path the host's worktree has (refused at once where that path

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/inkdev/ink/session"
+)
+
+// remoteLauncher is the --launcher of a worker that shares no disk with
+// the supervisor although it runs on this machine: in a mount namespace of
+// its own, INK_HOME and the checkout are empty directories, so it cannot
+// read or write the supervisor's files, and it makes the child's worktree
+// afresh at the same absolute path.
+func remoteLauncher(e *env) string {
+	return fmt.Sprintf(`exec:unshare --mount --map-root-user sh -c 'mount -t tmpfs none "$1" && mount -t tmpfs none "$2" && exec "$3" worker --remote' sh %q %q %q`,
+		e.home, e.dir, inkBin)
+}
+
+// remoteScript is a child that runs command with bash on its first turn
+// and then answers "done".
+func remoteScript(e *env, name, command string) string {
+	return e.wtOutside(name+".yaml", wtBashChild(command))
+}
+
+// childTranscript is the path of rec's child, a child of the newest shell
+// session of e.
+func childTranscript(t *testing.T, e *env, rec session.TaskRecord) string {
+	t.Helper()
+	list, err := session.ListSessions(e.home, e.dir)
+	if err != nil || len(list) == 0 {
+		t.Fatalf("want a shell session, got %v (%v)", list, err)
+	}
+	return session.ChildPath(list[0].Path, rec.ChildID)
+}
+
+// TestRemoteChild: a child run through --launcher exec: works in a
+// workspace of its own — it cannot see the supervisor's INK_HOME or the
+// user's checkout — and what it did comes back byte for byte: committed
+// work on ink/<id>, a modified file, an untracked one, a deletion, an
+// executable bit and a symlink, reviewed and merged with ink worktrees as
+// for a local child.
+func TestRemoteChild(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n", "gone.txt": "bye\n"})
+	before := e.wtMainState()
+	command := fmt.Sprintf(`cat %s/a.txt; ls -a %s; echo new > new.txt && git add new.txt && git commit -qm remote-commit && `+
+		`echo changed >> a.txt && rm gone.txt && printf '#!/bin/sh\necho hi\n' > run.sh && chmod +x run.sh && ln -s new.txt link && echo scratch > scratch.txt`,
+		e.dir, e.home)
+	script := remoteScript(e, "remote", command)
+	p, code := e.run("task", "--launcher", remoteLauncher(e), "--model", "script:"+script, "work remotely")
+	if code != 0 {
+		t.Fatalf("ink task exited %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	if !strings.HasPrefix(p.snapshot(), "done") {
+		t.Errorf("stdout %q, want the child's answer", p.snapshot())
+	}
+	rec := wtLatestRecord(t, e)
+	w := rec.Worktree
+	if w == nil || w.Disposition != "kept-work" {
+		t.Fatalf("worktree outcome %+v, want kept-work", w)
+	}
+
+	// The worker saw neither the checkout nor INK_HOME: its bash result,
+	// in the child's transcript on the supervisor's disk, says so.
+	tr, err := session.Open(childTranscript(t, e, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			if r.ToolName == "bash" {
+				result = r.Content
+			}
+		}
+	}
+	if !strings.Contains(result, "a.txt: No such file or directory") || strings.Contains(result, "sessions") {
+		t.Errorf("the remote worker could read the supervisor's files; its bash said:\n%s", result)
+	}
+	if end, ok := tr.LastAttemptEnd(); !ok || end.Status != "completed" || tr.Torn != nil {
+		t.Errorf("the child's transcript ends %+v (%v), torn %+v", end, ok, tr.Torn)
+	}
+
+	// The worktree on the supervisor's disk is what the worker had.
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(w.Path, name))
+		if err != nil {
+			return "(" + err.Error() + ")"
+		}
+		return string(b)
+	}
+	if got := read("a.txt"); got != "hello\nchanged\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	if got := read("scratch.txt"); got != "scratch\n" {
+		t.Errorf("untracked scratch.txt = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(w.Path, "gone.txt")); !os.IsNotExist(err) {
+		t.Errorf("gone.txt was deleted by the worker but is still there (%v)", err)
+	}
+	if fi, err := os.Stat(filepath.Join(w.Path, "run.sh")); err != nil || fi.Mode().Perm()&0o111 == 0 {
+		t.Errorf("run.sh lost its executable bit: %v %v", fi, err)
+	}
+	if target, err := os.Readlink(filepath.Join(w.Path, "link")); err != nil || target != "new.txt" {
+		t.Errorf("link = %q, %v; want a symlink to new.txt", target, err)
+	}
+	if log := e.wtGit("log", "--format=%s", w.Branch); !strings.HasPrefix(log, "remote-commit\n") {
+		t.Errorf("the user's %s: %q, want the worker's commit on top", w.Branch, log)
+	}
+	if after := e.wtMainState(); after != before {
+		t.Errorf("the main checkout changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	d, code := e.run("worktrees", "diff", rec.ChildID)
+	if code != 0 || !strings.Contains(d.stdout.String(), "+changed") || !strings.Contains(d.stdout.String(), "scratch.txt") {
+		t.Errorf("ink worktrees diff exited %d:\n%s\n%s", code, d.stdout.String(), d.stderr.String())
+	}
+	m, code := e.run("worktrees", "merge", "--commit", rec.ChildID)
+	if code != 0 {
+		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, m.stdout.String(), m.stderr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "new.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("after the merge new.txt is %q, %v", b, err)
+	}
+}
+
+// TestRemoteTranscriptMatchesLocal: the same child run locally and
+// through --launcher exec: leaves transcripts that are the same but for
+// ids, times, pids and the paths of each run.
+func TestRemoteTranscriptMatchesLocal(t *testing.T) {
+	t.Parallel()
+	run := func(remote bool) string {
+		e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+		script := remoteScript(e, "same", "echo more >> a.txt && git commit -qam more && git log --format=%s")
+		args := []string{"task", "--worktree", "--model", "script:" + script, "the same work"}
+		if remote {
+			args = append([]string{"--launcher", remoteLauncher(e)}, args...)
+		}
+		p, code := e.run(args...)
+		if code != 0 {
+			t.Fatalf("remote %v: ink task exited %d\n%s", remote, code, p.stderr.String())
+		}
+		rec := wtLatestRecord(t, e)
+		data, err := os.ReadFile(childTranscript(t, e, rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return normalise(string(data), e)
+	}
+	local, remote := run(false), run(true)
+	if local != remote {
+		t.Errorf("the transcripts differ:\nlocal:\n%s\nremote:\n%s", local, remote)
+	}
+}
+
+var (
+	ulidRE = regexp.MustCompile(`\b[0-9a-hjkmnp-tv-z]{26}\b`)
+	timeRE = regexp.MustCompile(`"(time|createdAt)":"[^"]*"`)
+	pidRE  = regexp.MustCompile(`"pid":\d+`)
+	hexRE  = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
+	durRE  = regexp.MustCompile(`"(durationMs|inkVersion)":[^,}]*`)
+	// The system prompt's hash, the repository's slug and the call ids
+	// follow from the run's paths.
+	sumRE  = regexp.MustCompile(`"sha256":"[0-9a-f]{64}"`)
+	slugRE = regexp.MustCompile(`/worktrees/([a-z0-9-]+)-[0-9a-f]{8}/`)
+	callRE = regexp.MustCompile(`"(call_\d+_\d+)_[0-9a-f]{8}"`)
+	// The script model counts the request's input, which holds the bash
+	// tool's description: it says what the worker's git directory allows,
+	// and a remote worker's is a repository of its own, not a linked
+	// worktree of the user's.
+	inputRE = regexp.MustCompile(`"input":\d+`)
+)
+
+// normalise takes out of a transcript what differs between two runs of
+// the same work: ids, times, pids, commit hashes and the run's paths.
+func normalise(s string, e *env) string {
+	s = strings.ReplaceAll(s, e.home, "$INK_HOME")
+	s = strings.ReplaceAll(s, e.dir, "$CHECKOUT")
+	s = strings.ReplaceAll(s, filepath.Dir(e.dir), "$ROOT")
+	s = ulidRE.ReplaceAllString(s, "ID")
+	s = timeRE.ReplaceAllString(s, `"$1":"T"`)
+	s = pidRE.ReplaceAllString(s, `"pid":0`)
+	s = hexRE.ReplaceAllString(s, "HASH")
+	s = durRE.ReplaceAllString(s, `"$1":0`)
+	s = sumRE.ReplaceAllString(s, `"sha256":"SUM"`)
+	s = slugRE.ReplaceAllString(s, "/worktrees/$1-SLUG/")
+	s = callRE.ReplaceAllString(s, `"$1_X"`)
+	s = inputRE.ReplaceAllString(s, `"input":N`)
+	return s
+}
