@@ -134,9 +134,11 @@ type RemoteWorkspace struct {
 // Validate reports the first missing or malformed field of s.
 func (s *AttemptSpec) Validate() error {
 	switch {
-	case !filepath.IsAbs(s.InkHome):
+	case s.Remote != nil && (s.InkHome != "" || s.Transcript != ""):
+		return fmt.Errorf("spec: a remote attempt names no path of its host (inkHome %q, transcript %q)", s.InkHome, s.Transcript)
+	case s.Remote == nil && !filepath.IsAbs(s.InkHome):
 		return fmt.Errorf("spec: inkHome %q is not absolute", s.InkHome)
-	case !filepath.IsAbs(s.Transcript):
+	case s.Remote == nil && !filepath.IsAbs(s.Transcript):
 		return fmt.Errorf("spec: transcript %q is not absolute", s.Transcript)
 	case !filepath.IsAbs(s.Cwd) || !filepath.IsAbs(s.Root):
 		return fmt.Errorf("spec: cwd %q and root %q must be absolute", s.Cwd, s.Root)

@@ -189,8 +189,10 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 	remote.Lifetime, remote.LifetimeEnded = opened.Lifetime, opened.Lifetime.Ended()
 	sent := spec
 	sent.Remote = &remote
-	// What only the host reads stays on the host.
+	// What only the host reads stays on the host, and so do the paths of
+	// its files.
 	sent.Create, sent.ExpectHeader, sent.Answers, sent.Repair = nil, nil, nil, false
+	sent.InkHome, sent.Transcript = "", ""
 
 	logPath := filepath.Join(spec.InkHome, "logs", spec.SessionID+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
