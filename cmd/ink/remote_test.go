@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/inkdev/ink/session"
 )
@@ -191,4 +195,99 @@ func normalise(s string, e *env) string {
 	s = callRE.ReplaceAllString(s, `"$1_X"`)
 	s = inputRE.ReplaceAllString(s, `"input":N`)
 	return s
+}
+
+// remoteWorkerPid finds the remote worker above the process whose pid is
+// in file: the first ancestor running `ink worker --remote`.
+func remoteWorkerPid(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child's bash never started")
+		}
+	}
+	for p := pid; p > 1; {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if string(cmdline) == inkBin+"\x00worker\x00--remote\x00" {
+			return p
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			break
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		p, _ = strconv.Atoi(f[1])
+	}
+	t.Fatalf("no ink worker --remote above pid %d", pid)
+	return 0
+}
+
+// TestRemoteWorkerLostResumes: a remote worker killed mid-bash leaves an
+// interrupted child — its end written by the supervisor, which holds the
+// lease — and resuming it through the exec launcher again completes, from
+// a worktree that matches the transcript: what the lost command did after
+// the last recorded tool result never reached the supervisor.
+func TestRemoteWorkerLostResumes(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	pids := filepath.Join(filepath.Dir(e.dir), "pids")
+	if err := os.MkdirAll(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(pids, "bash.pid")
+	script := e.wtOutside("lost.yaml", fmt.Sprintf(`rules:
+  - when: {result: "resumed"}
+    reply: {text: "finished"}
+  - when: {user: "go on"}
+    reply:
+      calls: [{tool: bash, args: {command: "ls -a; echo resumed"}}]
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "touch lost.flag; echo $$ > %s; sleep 300"}}]
+  - reply: {text: "done"}
+`, pidFile))
+	launcher := remoteLauncher(e)
+	p := e.start("task", "--launcher", launcher, "--writable", pids, "--model", "script:"+script, "work remotely")
+	worker := remoteWorkerPid(t, pidFile)
+	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, time.Minute)
+	rec := wtLatestRecord(t, e)
+	if rec.Status != "interrupted" || rec.Worktree == nil {
+		t.Fatalf("the lost child's record: %s %q, worktree %+v\nstderr:\n%s", rec.Status, rec.Reason, rec.Worktree, p.stderr.String())
+	}
+	childPath := childTranscript(t, e, rec)
+	tr, err := session.Open(childPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, ok := tr.LastAttemptEnd(); !ok || end.Status != "interrupted" || !strings.Contains(end.Reason, "remote worker") {
+		t.Fatalf("the supervisor did not record the lost attempt's end: %+v (%v)", end, ok)
+	}
+
+	r, code := e.run("task", "--launcher", launcher, "--writable", pids, "--model", "script:"+script, "--resume", rec.ChildID, "go on")
+	if code != 0 || !strings.HasPrefix(r.snapshot(), "finished") {
+		t.Fatalf("the resume exited %d with %q\nstderr:\n%s", code, r.snapshot(), r.stderr.String())
+	}
+	tr, err = session.Open(childPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listing string
+	for _, m := range tr.Messages {
+		for _, res := range m.Results {
+			if strings.Contains(res.Content, "resumed") {
+				listing = res.Content
+			}
+		}
+	}
+	if listing == "" || strings.Contains(listing, "lost.flag") {
+		t.Errorf("the resumed worker's worktree does not match the transcript (the lost command's file is there):\n%s", listing)
+	}
 }
