@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -223,23 +224,25 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 	return rw, nil
 }
 
-// ship sends the worktree's baseline in pieces of ipc.MaxChunk.
+// ship streams the worktree's baseline to the worker in pieces of
+// ipc.MaxChunk, as Pack writes it: memory holds one piece, not the whole.
 func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree.Record) error {
-	var buf bytes.Buffer
-	if err := l.workspace.Pack(ctx, rec, &buf); err != nil {
-		return err
-	}
-	data := buf.Bytes()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(l.workspace.Pack(ctx, rec, pw)) }()
+	defer pr.Close()
+	buf := make([]byte, ipc.MaxChunk)
 	for {
-		n := min(len(data), ipc.MaxChunk)
-		last := n == len(data)
-		if err := s.Send(ipc.WorkspaceChunk{Data: data[:n], Last: last}); err != nil {
+		n, err := io.ReadFull(pr, buf)
+		last := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !last {
+			return err
+		}
+		if err := s.Send(ipc.WorkspaceChunk{Data: slices.Clone(buf[:n]), Last: last}); err != nil {
 			return err
 		}
 		if last {
 			return nil
 		}
-		data = data[n:]
 	}
 }
 
