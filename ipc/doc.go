@@ -1,6 +1,6 @@
 // Package ipc owns the wire between the ink orchestrator (the host) and an
 // ink worker process: the protobuf service in worker.proto and its generated
-// code in ipc/pb, the go-plugin handshake, and the glue on both ends.
+// code in ipc/internal/pb, the go-plugin handshake, and the glue on both ends.
 // Nothing else in ink imports go-plugin.
 //
 // # Host side
@@ -53,7 +53,7 @@
 // collect before it ends. A Cancel whose status is interrupted stops the
 // worker as host lost, as if its supervisor had died.
 //
-// # Regenerating ipc/pb
+// # Regenerating ipc/internal/pb
 //
 // `go generate ./ipc` runs protoc over worker.proto. It needs:
 //
