@@ -77,7 +77,7 @@ const (
 	// DefaultMaxWriteBytes bounds the bytes of the files a snapshot
 	// writes into the worktree (those it adds or changes).
 	DefaultMaxWriteBytes = 4 << 30
-	// DefaultMaxFiles bounds the files of the snapshot's tree.
+	// DefaultMaxFiles bounds the files a snapshot adds or changes.
 	DefaultMaxFiles = 1_000_000
 )
 
@@ -294,36 +294,39 @@ func (a *applier) check(snap, applied string) (string, error) {
 		}
 		return "", err
 	}
-	base, err := lsTree(ctx, a.call(), rec.Baseline)
-	if err != nil {
-		return "", err
+	oldTip, ok := a.commit("refs/heads/" + rec.Branch)
+	if !ok {
+		return "", fmt.Errorf("the branch %s is gone from the worktree's git directory", rec.Branch)
 	}
-	have, err := lsTree(ctx, a.call(), applied)
-	if err != nil {
-		return "", err
-	}
-	for _, t := range []string{snap, tip} {
-		entries, err := lsTree(ctx, a.call(), t)
+	// What the worktree holds (applied) and what its branch holds (oldTip)
+	// passed these checks before, or came from the supervisor itself:
+	// only what the snapshot and the worker's HEAD change is checked.
+	for _, d := range [][2]string{{applied, snap}, {oldTip, tip}} {
+		changed, err := diffTree(ctx, a.call(), d[0], d[1])
 		if err != nil {
 			return "", err
 		}
-		if len(entries) > a.opts.MaxFiles {
-			return "", refuse(RefusedTooLarge, "", "its tree holds %d files, more than %d", len(entries), a.opts.MaxFiles)
+		if len(changed) > a.opts.MaxFiles {
+			return "", refuse(RefusedTooLarge, "", "it adds or changes %d files, more than %d", len(changed), a.opts.MaxFiles)
 		}
-		if err := checkTree(entries, base, blobReader(ctx, a.call())); err != nil {
+		if err := checkEntries(changed); err != nil {
 			return "", err
 		}
-		if t != snap {
-			continue
-		}
-		var write int64
-		for p, e := range entries {
-			if h, ok := have[p]; !ok || h.sha != e.sha {
-				write += e.size
+		if d[1] == snap {
+			sizes, err := objectSizes(ctx, a.call(), changed)
+			if err != nil {
+				return "", err
+			}
+			var write int64
+			for _, e := range changed {
+				write += sizes[e.sha]
+			}
+			if write > a.opts.MaxWriteBytes {
+				return "", refuse(RefusedTooLarge, "", "it would write %d bytes of files, more than %d", write, a.opts.MaxWriteBytes)
 			}
 		}
-		if write > a.opts.MaxWriteBytes {
-			return "", refuse(RefusedTooLarge, "", "it would write %d bytes of files, more than %d", write, a.opts.MaxWriteBytes)
+		if err := a.checkLinks(changed, d[1]); err != nil {
+			return "", err
 		}
 	}
 	return tip, nil
@@ -403,17 +406,49 @@ func (a *applier) checkout(applied, snap, tip string) (err error) {
 			_ = run("read-tree", now)
 		}
 	}()
+	// `read-tree -m` keeps the index's stat data of the files that match,
+	// so that only the files the worker changed are written and hashed.
 	steps := [][]string{
-		{"read-tree", applied},
+		{"read-tree", "-m", applied},
 		{"read-tree", "--reset", "-u", snap},
 		{"update-ref", "-m", "ink: the remote worker's work, from its snapshot " + ShortSHA(snap), "refs/heads/" + rec.Branch, tip, old},
-		{"read-tree", tip},
+		{"read-tree", "-m", tip},
 		{"update-ref", "-m", "ink: the worktree holds this snapshot", refApplied, snap},
 	}
 	for _, s := range steps {
-		if err := run(s...); err != nil {
+		err := run(s...)
+		if err != nil && s[0] == "read-tree" && s[1] == "-m" {
+			// An index git cannot merge into (unmerged entries) is read
+			// afresh.
+			err = run("read-tree", s[2])
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkLinks checks the symlinks that changed adds or changes in the tree
+// to: none may lead outside the worktree, following to's other symlinks,
+// unless the baseline has it as it is (the user's own).
+func (a *applier) checkLinks(changed map[string]treeEntry, to string) error {
+	var links []string
+	for p, e := range changed {
+		if e.mode == "120000" {
+			links = append(links, p)
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	all, err := lsTree(a.ctx, a.call(), to)
+	if err != nil {
+		return err
+	}
+	base, err := lsTree(a.ctx, a.call(), a.rec.Baseline)
+	if err != nil {
+		return err
+	}
+	return checkLinks(links, all, base, blobReader(a.ctx, a.call()))
 }

@@ -1,12 +1,14 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // benchRepo builds a repository of about 5,000 files in 50 directories.
@@ -130,6 +132,102 @@ func BenchmarkList(b *testing.B) {
 			if err != nil || len(infos) != n {
 				b.Fatalf("ListWith = %d, %v", len(infos), err)
 			}
+		}
+	})
+}
+
+// BenchmarkWorkspace measures a remote child's workspace out and back on
+// one repository of about 5,000 files: "out" ships the worktree (Pack)
+// and makes the worker's repository (Materialise); "back" is one durable
+// point of the worker — an edited file and a new one, its Snapshot, and
+// the supervisor's ApplySnapshot. Beside them, the floors: `git bundle
+// create` of the baseline with `git clone` from it, and `git status` in a
+// worktree of the same size.
+func BenchmarkWorkspace(b *testing.B) {
+	ctx := context.Background()
+	root := benchRepo(b)
+	home := filepath.Join(b.TempDir(), "inkhome")
+	repo, err := Detect(ctx, root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec, err := Create(ctx, repo, home, "bench-remote", os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	remote := b.TempDir()
+	b.Run("out", func(b *testing.B) {
+		n := 0
+		var size int64
+		for b.Loop() {
+			n++
+			var buf bytes.Buffer
+			sh, err := Pack(ctx, rec, &buf, PackOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = sh.Bytes
+			if _, err := Materialise(ctx, filepath.Join(remote, fmt.Sprint("out", n), rec.ChildID()), &buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(size), "bundle-bytes")
+	})
+	b.Run("git-bundle-clone", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n++
+			file := filepath.Join(remote, fmt.Sprint("bundle", n))
+			gitBench(b, root, "bundle", "create", "-q", file, "HEAD")
+			gitBench(b, remote, "clone", "-q", file, filepath.Join(remote, fmt.Sprint("clone", n)))
+		}
+	})
+	b.Run("back", func(b *testing.B) {
+		var buf bytes.Buffer
+		sh, err := Pack(ctx, rec, &buf, PackOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wdir := filepath.Join(remote, "back", rec.ChildID())
+		if _, err := Materialise(ctx, wdir, &buf); err != nil {
+			b.Fatal(err)
+		}
+		since := sh.Snapshot
+		// Files checked out in the second their index was written are
+		// "racily clean", and every checkout re-reads them until the index
+		// is rewritten later: let a second pass, as between a worktree's
+		// creation and a worker's first durable point.
+		time.Sleep(1100 * time.Millisecond)
+		for _, c := range []gitCall{{dir: wdir, in: &layout{gitDir: wdir + ".git", commonDir: wdir + ".git", workTree: wdir}}, {dir: rec.Path, in: &layout{gitDir: rec.PrivateGitDir(), commonDir: rec.GitDir(), workTree: rec.Path, sealed: true}}} {
+			c.args = []string{"update-index", "-q", "--refresh"}
+			if _, err := c.exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := 0
+		var size int64
+		for b.Loop() {
+			n++
+			writeFile(b, wdir, "pkg07/file042.go", fmt.Sprintf("package pkg07\n\nvar Edited = %d\n", n))
+			writeFile(b, wdir, fmt.Sprintf("new/file%d.txt", n), "new\n")
+			var snap bytes.Buffer
+			info, err := Snapshot(ctx, wdir, since, &snap)
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = info.Bytes
+			if _, err := ApplySnapshot(ctx, rec, &snap, ApplyOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			since = info.Commit
+		}
+		b.ReportMetric(float64(size), "bundle-bytes")
+	})
+	b.Run("git-status", func(b *testing.B) {
+		path := filepath.Join(remote, "status")
+		gitBench(b, root, "worktree", "add", "-q", "--detach", path, repo.Head)
+		for b.Loop() {
+			gitBench(b, path, "status", "--porcelain")
 		}
 	})
 }

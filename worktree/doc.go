@@ -71,4 +71,24 @@
 // (ink/<childId>) and its path (<home>/worktrees/<repo-slug>/<childId>); its
 // baseline is read from the branch's creation entry in the reflog when its
 // record cannot be read.
+//
+// # Out and back: the workspace of a remote child
+//
+// A worker that shares no disk with its supervisor gets the worktree as a
+// git bundle and sends its work back as bundles (bundle.go). On the
+// supervisor, Pack (ship.go) writes the worktree as it is — the baseline
+// and its tree, the child's commits, a snapshot commit of the files — and
+// ApplySnapshot (apply.go) applies a worker's snapshot to the worktree
+// under the repository lock, into the worktree's own git directory, where
+// Sync finds the child's commits; it receives the objects into a
+// quarantine and refuses (*RefusedError, treecheck.go) anything a worker
+// of ink never sends. On the worker, Materialise (materialise.go) makes a
+// shallow repository of its own at the same absolute path, refusing a
+// path that exists (*ExistsError), and Snapshot (snapshot.go) makes the
+// snapshot commit — committed, uncommitted and untracked work, deletions,
+// modes, symlinks; not ignored files or empty directories — and its
+// bundle. .worktreeinclude files are shipped only when asked
+// (PackOptions.ShipIncludes). Every call is ink's hardened git; on the
+// worker, whose repository the model may rewrite, the repository's own
+// drivers are pinned as on the user's repository.
 package worktree

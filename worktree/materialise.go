@@ -152,7 +152,7 @@ func materialise(ctx context.Context, dir, g string, r io.Reader) (Workspace, er
 		{"update-ref", refBaseline, ws.Baseline},
 		{"update-ref", branchRef, ws.Head},
 		{"read-tree", "--reset", "-u", ws.Snapshot},
-		{"read-tree", ws.Head},
+		{"read-tree", "-m", ws.Head},
 	}
 	for _, s := range steps {
 		if _, err := l.call(s...).exec(ctx); err != nil {

@@ -486,8 +486,14 @@ func TestApplySnapshotRefusesHostileSnapshots(t *testing.T) {
 	dotGit := a.git("100644 blob "+evil+"\tconfig\n", "mktree")
 	orphan := a.commit(a.git("", "rev-parse", "HEAD^{tree}"))
 	writeFile(t, wdir, "big.bin", strings.Repeat("\x00", 2<<20))
+	for i := range 4 {
+		writeFile(t, wdir, fmt.Sprintf("many/%d", i), "one of many\n")
+	}
 	bigInfo, bigBundle := snapshot(t, wdir, ws.Snapshot)
 	if err := os.Remove(filepath.Join(wdir, "big.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(wdir, "many")); err != nil {
 		t.Fatal(err)
 	}
 	git(t, wdir, "commit", "-q", "--allow-empty", "-m", "unknown to the supervisor")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -77,45 +78,50 @@ func checkPath(p string) error {
 // repository was).
 var allowedModes = map[string]bool{"100644": true, "100755": true, "120000": true, "160000": true}
 
-// checkTree checks the files of one tree: every path (checkPath), every
-// mode, and that no symlink the tree adds or changes relative to base
-// (the baseline's files, whose symlinks are the user's own) leads outside
-// the worktree, following the tree's other symlinks on the way. targets
-// reads the targets of symlink blobs.
-// A refused entry is a *RefusedError.
-func checkTree(entries, base map[string]treeEntry, targets func([]string) (map[string]string, error)) error {
-	var links []string
-	for p, e := range entries {
+// checkEntries checks the files a snapshot adds or changes: every path
+// (checkPath), every mode, and the size of symlink targets. A refused
+// entry is a *RefusedError.
+func checkEntries(changed map[string]treeEntry) error {
+	for p, e := range changed {
 		if err := checkPath(p); err != nil {
 			return refuse(RefusedPath, p, "%v", err)
 		}
 		if !allowedModes[e.mode] {
 			return refuse(RefusedPath, p, "%q has the mode %s, which is not a file, an executable, a symlink or a gitlink", p, e.mode)
 		}
-		if e.mode == "120000" {
-			if e.size > maxLinkTarget {
-				return refuse(RefusedSymlink, p, "the symlink %q has a target of %d bytes", p, e.size)
-			}
-			links = append(links, p)
-		}
 	}
-	if len(links) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// checkLinks checks that none of the symlinks links (paths of the tree
+// whose files all lists) leads outside the worktree, following the tree's
+// other symlinks on the way, unless base (the baseline's files, whose
+// symlinks are the user's own) has it as it is. targets reads the targets
+// of symlink blobs. A refused link is a *RefusedError.
+func checkLinks(links []string, all, base map[string]treeEntry, targets func([]string) (map[string]string, error)) error {
 	var shas []string
-	for _, p := range links {
-		shas = append(shas, entries[p].sha)
+	for p, e := range all {
+		if e.mode != "120000" {
+			continue
+		}
+		if e.size > maxLinkTarget {
+			return refuse(RefusedSymlink, p, "the symlink %q has a target of %d bytes", p, e.size)
+		}
+		shas = append(shas, e.sha)
 	}
 	got, err := targets(shas)
 	if err != nil {
 		return err
 	}
 	byPath := map[string]string{}
-	for _, p := range links {
-		byPath[p] = got[entries[p].sha]
+	for p, e := range all {
+		if e.mode == "120000" {
+			byPath[p] = got[e.sha]
+		}
 	}
+	sort.Strings(links)
 	for _, p := range links {
-		if b, ok := base[p]; ok && b == entries[p] {
+		if b, ok := base[p]; ok && b == all[p] {
 			continue
 		}
 		if leadsOutside(p, byPath) {
@@ -123,6 +129,61 @@ func checkTree(entries, base map[string]treeEntry, targets func([]string) (map[s
 		}
 	}
 	return nil
+}
+
+// diffTree lists the files that tree to adds or changes relative to from
+// (`git diff-tree -r`), as path → entry (without sizes).
+func diffTree(ctx context.Context, c gitCall, from, to string) (map[string]treeEntry, error) {
+	c.read = true
+	c.args = []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", from, to}
+	out, err := c.exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]treeEntry{}
+	f := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
+		if len(meta) != 5 {
+			return nil, fmt.Errorf("git diff-tree printed %q", f[i])
+		}
+		if meta[4] == "D" {
+			continue
+		}
+		changed[f[i+1]] = treeEntry{mode: meta[1], sha: meta[3]}
+	}
+	return changed, nil
+}
+
+// objectSizes returns the size of each blob of entries (gitlinks have
+// none), through one `git cat-file --batch-check`.
+func objectSizes(ctx context.Context, c gitCall, entries map[string]treeEntry) (map[string]int64, error) {
+	var in strings.Builder
+	for _, e := range entries {
+		if e.mode != "160000" {
+			in.WriteString(e.sha + "\n")
+		}
+	}
+	if in.Len() == 0 {
+		return nil, nil
+	}
+	c.read = true
+	c.args = []string{"cat-file", "--batch-check=%(objectname) %(objectsize)"}
+	c.stdin = strings.NewReader(in.String())
+	out, err := c.exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	for _, l := range lines(out) {
+		sha, n, ok := strings.Cut(l, " ")
+		size, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("git cat-file printed %q", l)
+		}
+		sizes[sha] = size
+	}
+	return sizes, nil
 }
 
 // maxLinkHops bounds how many symlinks leadsOutside follows (Linux's
