@@ -102,6 +102,18 @@ type attempt struct {
 	transcript atomic.Pointer[session.Writer]
 	// syncDirs syncs the directories made for a new transcript.
 	syncDirs func() error
+	// held is the attempt's lease once taken; its progress goes into the
+	// worker's heartbeats.
+	held atomic.Pointer[lease.Lease]
+}
+
+// progressSeq is the attempt's progress sequence: its lease's, 0 before
+// the lease is taken.
+func (a *attempt) progressSeq() int64 {
+	if l := a.held.Load(); l != nil {
+		return l.ProgressSeq()
+	}
+	return 0
 }
 
 // newAttempt prepares the attempt of sp on stream; its log lines have the
@@ -322,6 +334,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		}
 		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
 	}
+	a.held.Store(l)
 	defer func() {
 		if err := l.Release(); err != nil {
 			a.log.Error("Lease release failed", "err", err)
