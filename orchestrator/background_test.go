@@ -93,8 +93,8 @@ func (w *scriptedWorker) Recv() (ipc.WorkerMsg, error) {
 	}
 }
 func (w *scriptedWorker) Beats() <-chan ipc.Heartbeat { return w.beats }
-func (w *scriptedWorker) Close() { w.closeOnce.Do(func() { close(w.closed) }) }
-func (w *scriptedWorker) Kill()  { w.Close() }
+func (w *scriptedWorker) Close()                      { w.closeOnce.Do(func() { close(w.closed) }) }
+func (w *scriptedWorker) Kill()                       { w.Close() }
 func (w *scriptedWorker) Exit(time.Duration) (ExitState, bool) {
 	return ExitState{Signal: "SIGKILL"}, true
 }
