@@ -129,6 +129,7 @@ func recordLost(path, attemptID string, owner lease.Owner, reason string, fsys d
 	}
 	end := lostEnd(tr, prior, reason)
 	end.Pid = start.Pid
+	end.FinalTextLen, end.FinalText = len(end.FinalText), session.FinalTextTail(end.FinalText)
 	life := rt.Lifetime().With(end.Usage)
 	end.Lifetime = &life
 	w, err := rt.OpenWriter(fsys)

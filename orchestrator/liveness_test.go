@@ -80,7 +80,7 @@ func TestLostWorkerIsKilledThenRecorded(t *testing.T) {
 		if !ok || end.AttemptID != lost.Spec.AttemptID || end.Status != StatusInterrupted || end.Reason != "worker lost: no heartbeat for 4s" {
 			t.Fatalf("end of the lost attempt = %+v", end)
 		}
-		if end.Turns != 1 || end.FinalText != "half way" || end.Usage == nil || end.Usage.Input != 100 || !end.Usage.Incomplete || end.Lifetime == nil || end.Lifetime.Attempts != 1 {
+		if end.Turns != 1 || end.FinalText != "half way" || end.FinalTextLen != len("half way") || end.Usage == nil || end.Usage.Input != 100 || !end.Usage.Incomplete || end.Lifetime == nil || end.Lifetime.Attempts != 1 {
 			t.Errorf("end of the lost attempt = %+v (usage %+v, lifetime %+v), want 1 turn, its text and incomplete usage", end, end.Usage, end.Lifetime)
 		}
 		if lastBeat.IsZero() {
