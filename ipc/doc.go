@@ -42,6 +42,16 @@
 // anything else first. The worker stops when its stream closes and no
 // attempt runs, as a local worker stops when its host is gone.
 //
+// # Heartbeats
+//
+// [Client.Beats] opens the worker's Beats stream, a server stream of its
+// own beside the Attempt stream, so that no attempt message can delay a
+// beat. The worker sends a [Heartbeat] at once and then one per interval
+// the host asked for ([DefaultBeatInterval] when none), carrying its
+// attempt's progress when its [Handler] is a [Progressor]. The host judges
+// the worker's liveness from them (package orchestrator); a beat stream
+// does not keep [Serve] from returning.
+//
 // # Messages
 //
 // The host sends Run, then Cancel, TaskAnswer and finally Ack; the worker

@@ -166,6 +166,11 @@ const (
 // HostLost is the reason recorded when the orchestrator disappears.
 const HostLost = "host lost"
 
+// WorkerLost begins the reason the supervisor records for an attempt whose
+// worker stopped sending heartbeats ("worker lost: no heartbeat for 4s"):
+// the supervisor stopped the worker and wrote the attempt's end itself.
+const WorkerLost = "worker lost"
+
 // Answer is one result for a task call left without a result, with the
 // TaskRecord to store beside it (model.Message does not carry its record in
 // JSON, so the record travels here).

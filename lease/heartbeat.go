@@ -176,6 +176,10 @@ func (l *Lease) setFenced(err *FenceError) {
 // publishes the new progressSeq. It is cheap and safe for concurrent use.
 func (l *Lease) Progress() { l.progress.Add(1) }
 
+// ProgressSeq returns the progress recorded so far (the progressSeq the
+// next heartbeat publishes). It is safe for concurrent use.
+func (l *Lease) ProgressSeq() int64 { return l.progress.Load() }
+
 // Fenced returns a channel that is closed when the heartbeat finds that
 // another holder took the lease over. It is never closed otherwise.
 func (l *Lease) Fenced() <-chan struct{} { return l.fenced }

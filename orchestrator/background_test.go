@@ -32,6 +32,7 @@ var _ Launcher = (*scriptedLauncher)(nil)
 
 func (l *scriptedLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
 	w := &scriptedWorker{spec: spec, pid: int(1000 + l.pids.Add(1)), in: make(chan ipc.HostMsg, 64), out: make(chan ipc.WorkerMsg, 64), closed: make(chan struct{})}
+	w.beats = beatEvery(spec.HeartbeatInterval, w.closed, nil, nil)
 	l.mu.Lock()
 	l.workers = append(l.workers, w)
 	l.mu.Unlock()
@@ -67,6 +68,7 @@ type scriptedWorker struct {
 	out  chan ipc.WorkerMsg
 	seq  atomic.Uint64
 
+	beats     <-chan ipc.Heartbeat
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -90,8 +92,9 @@ func (w *scriptedWorker) Recv() (ipc.WorkerMsg, error) {
 		return nil, io.EOF
 	}
 }
-func (w *scriptedWorker) Close() { w.closeOnce.Do(func() { close(w.closed) }) }
-func (w *scriptedWorker) Kill()  { w.Close() }
+func (w *scriptedWorker) Beats() <-chan ipc.Heartbeat { return w.beats }
+func (w *scriptedWorker) Close()                      { w.closeOnce.Do(func() { close(w.closed) }) }
+func (w *scriptedWorker) Kill()                       { w.Close() }
 func (w *scriptedWorker) Exit(time.Duration) (ExitState, bool) {
 	return ExitState{Signal: "SIGKILL"}, true
 }

@@ -81,7 +81,9 @@ func (l *fakeLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		l: l, Spec: spec, pid: l.pid,
 		out: make(chan ipc.WorkerMsg), in: make(chan ipc.HostMsg, 256),
 		stream: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{}),
+		silent: make(chan struct{}),
 	}
+	w.beats = beatEvery(spec.HeartbeatInterval, w.gone, w.silent, w.noteBeat)
 	l.workers = append(l.workers, w)
 	if spec.Depth > 0 {
 		l.live++
@@ -167,6 +169,13 @@ type fakeWorker struct {
 	stream chan struct{}      // closed when the stream is broken
 	gone   chan struct{}      // closed when the "process" ended
 	done   chan struct{}      // closed when the script returned and cleaned up
+	silent chan struct{}      // closed when the worker stops beating
+	beats  <-chan ipc.Heartbeat
+	beatMu sync.Mutex
+	// lastBeat is when the worker last beat; killedAt when it was killed;
+	// endAtKill whether the transcript held its attempt's end by then.
+	lastBeat, killedAt time.Time
+	endAtKill          bool
 
 	mu         sync.Mutex
 	sent       []ipc.HostMsg
@@ -234,11 +243,42 @@ func (w *fakeWorker) Close() {
 	w.waitDone("Close")
 }
 
+// Beats are the worker's heartbeats, one per heartbeat interval from its
+// launch until it is gone or StopBeating.
+func (w *fakeWorker) Beats() <-chan ipc.Heartbeat { return w.beats }
+
+// noteBeat records when the worker beat.
+func (w *fakeWorker) noteBeat(at time.Time) {
+	w.beatMu.Lock()
+	defer w.beatMu.Unlock()
+	w.lastBeat = at
+}
+
+// beatTimes returns when the worker last beat and when it was killed
+// (zero: never), and whether its attempt's end was in the transcript then.
+func (w *fakeWorker) beatTimes() (lastBeat, killedAt time.Time, endAtKill bool) {
+	w.beatMu.Lock()
+	defer w.beatMu.Unlock()
+	return w.lastBeat, w.killedAt, w.endAtKill
+}
+
 // Kill "SIGKILLs" the worker and waits for its script to end.
 func (w *fakeWorker) Kill() {
 	w.mu.Lock()
 	w.kills++
+	first := w.kills == 1
 	w.mu.Unlock()
+	if first {
+		ended := false
+		if tr, err := session.Open(w.Spec.Transcript); err == nil {
+			for _, a := range tr.Attempts() {
+				ended = ended || (a.Phase == session.PhaseEnd && a.AttemptID == w.Spec.AttemptID)
+			}
+		}
+		w.beatMu.Lock()
+		w.killedAt, w.endAtKill = time.Now(), ended
+		w.beatMu.Unlock()
+	}
 	w.markGone(ExitState{Signal: "SIGKILL"})
 	w.waitDone("Kill")
 }
@@ -254,13 +294,56 @@ func (w *fakeWorker) Exit(d time.Duration) (ExitState, bool) {
 	}
 	select {
 	case <-w.gone:
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.exit, true
-	case <-time.After(d):
-		return ExitState{}, false
+	default:
+		select {
+		case <-w.gone:
+		case <-time.After(d):
+			return ExitState{}, false
+		}
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.exit, true
 }
+
+// beatEvery plays a worker's Beats stream: a beat every interval (the
+// default when 0), noted with note (unless nil), until gone or silent is
+// closed; then the channel is closed, as a broken stream closes it.
+func beatEvery(interval time.Duration, gone, silent <-chan struct{}, note func(time.Time)) <-chan ipc.Heartbeat {
+	if interval <= 0 {
+		interval = ipc.DefaultBeatInterval
+	}
+	out := make(chan ipc.Heartbeat, 1)
+	go func() {
+		defer close(out)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for seq := int64(1); ; seq++ {
+			select {
+			case <-gone:
+				return
+			case <-silent:
+				return
+			case <-t.C:
+			}
+			select {
+			case out <- ipc.Heartbeat{ProgressSeq: seq}:
+				if note != nil {
+					note(time.Now())
+				}
+			case <-gone:
+				return
+			case <-silent:
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// StopBeating makes the worker send no more heartbeats, as a frozen
+// process or a lost machine does; it keeps running.
+func (w *fakeWorker) StopBeating() { close(w.silent) }
 
 func (w *fakeWorker) waitDone(op string) {
 	select {

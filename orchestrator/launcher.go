@@ -52,6 +52,12 @@ type Worker interface {
 	// Recv receives the worker's next message; io.EOF ends the stream
 	// normally, any other error means the worker is gone.
 	Recv() (ipc.WorkerMsg, error)
+	// Beats receives the worker's heartbeats, one per heartbeat interval
+	// of its attempt (AttemptSpec.HeartbeatInterval), from a stream that
+	// no attempt message can delay; it is closed when that stream ends.
+	// The supervisor judges the worker's liveness from them alone, for
+	// every launcher (see liveness).
+	Beats() <-chan ipc.Heartbeat
 	// Close ends a worker whose outcome was acknowledged: it ends the
 	// stream, waits (bounded) for the worker to finish it, shuts the worker
 	// down and waits for it to exit, then removes what it left behind.

@@ -2,11 +2,14 @@
 // main one and each child — as a worker through a [Launcher], answers the
 // workers' task requests, validates resumes, composes task results and
 // TaskRecords, and enforces the window of concurrent children, the depth
-// limit, timeouts, cancellation and hung-worker detection. It never runs a
-// model or a tool itself, and it writes no agent transcript: workers write
-// their own. The only transcripts it writes are shell sessions: the parent
-// that `ink task` records its task call in, and the session of each `ink
-// mcp` connection — both a [Parent].
+// limit, timeouts, cancellation, liveness from each worker's heartbeats and
+// hung-worker detection. It never runs a model or a tool itself, and it
+// writes no agent transcript: workers write their own, except for the end
+// entry of an attempt whose worker was lost (no heartbeat for 3 intervals +
+// 1 s: liveness.go), which it writes after it has killed the worker. The
+// only other transcripts it writes are shell sessions: the parent that `ink
+// task` records its task call in, and the session of each `ink mcp`
+// connection — both a [Parent].
 //
 // Every parent attempt keeps a registry of its children (children.go): a
 // task call with background: true is answered as soon as its child passed
@@ -18,7 +21,7 @@
 // all in its own session (parent.go).
 //
 // The package is split by job: supervision (launcher.go, plugin.go,
-// supervise.go, window.go, publish.go), task and resume (task.go,
+// supervise.go, liveness.go, window.go, publish.go), task and resume (task.go,
 // resume.go, finish.go, result.go, recover.go), children and front-end
 // parents (children.go, background.go, parent.go, shell.go, run.go) and the
 // prompts children are given (system.go, context.go).

@@ -65,6 +65,7 @@ type pluginIdle struct {
 	c    *ipc.Client
 	cmd  *exec.Cmd
 	s    *ipc.HostStream
+	ctx  context.Context // the streams' lifetime, ended by stop
 	stop context.CancelFunc
 }
 
@@ -81,12 +82,20 @@ func openAttempt(c *ipc.Client, cmd *exec.Cmd) (*pluginIdle, error) {
 		c.Kill()
 		return nil, err
 	}
-	return &pluginIdle{c: c, cmd: cmd, s: s, stop: stop}, nil
+	return &pluginIdle{c: c, cmd: cmd, s: s, ctx: streamCtx, stop: stop}, nil
 }
 
-// run sends the worker its attempt; on error the worker is killed.
+// run opens the worker's heartbeat stream at the attempt's heartbeat
+// interval and sends the worker its attempt; on error the worker is
+// killed.
 func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
 	w := &pluginWorker{c: p.c, cmd: p.cmd, s: p.s, stop: p.stop, eof: make(chan struct{})}
+	beats, err := p.c.Beats(p.ctx, spec.HeartbeatInterval)
+	if err != nil {
+		w.Kill()
+		return nil, err
+	}
+	w.beats = beats
 	if err := p.s.Send(ipc.Run{Spec: spec}); err != nil {
 		w.Kill()
 		return nil, fmt.Errorf("send the attempt to worker %d: %w", p.c.Pid(), err)
@@ -121,10 +130,11 @@ func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (id
 
 // pluginWorker is a worker process started by pluginLauncher.
 type pluginWorker struct {
-	c    *ipc.Client
-	cmd  *exec.Cmd
-	s    *ipc.HostStream
-	stop context.CancelFunc
+	c     *ipc.Client
+	cmd   *exec.Cmd
+	s     *ipc.HostStream
+	beats <-chan ipc.Heartbeat
+	stop  context.CancelFunc
 
 	closeOnce sync.Once
 	// eof is closed once Recv has seen the stream's end (or its failure).
@@ -134,8 +144,9 @@ type pluginWorker struct {
 
 var _ Worker = (*pluginWorker)(nil)
 
-func (w *pluginWorker) Pid() int                 { return w.c.Pid() }
-func (w *pluginWorker) Send(m ipc.HostMsg) error { return w.s.Send(m) }
+func (w *pluginWorker) Pid() int                    { return w.c.Pid() }
+func (w *pluginWorker) Send(m ipc.HostMsg) error    { return w.s.Send(m) }
+func (w *pluginWorker) Beats() <-chan ipc.Heartbeat { return w.beats }
 
 func (w *pluginWorker) Recv() (ipc.WorkerMsg, error) {
 	m, err := w.s.Recv()
@@ -176,12 +187,16 @@ func (w *pluginWorker) Kill() {
 
 // Exit waits up to d for the process to end and reads its wait status.
 func (w *pluginWorker) Exit(d time.Duration) (ExitState, bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-w.c.Done():
-	case <-t.C:
-		return ExitState{}, false
+	default:
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-w.c.Done():
+		case <-t.C:
+			return ExitState{}, false
+		}
 	}
 	if w.cmd.ProcessState == nil {
 		return ExitState{}, false

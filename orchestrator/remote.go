@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -213,6 +214,10 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		rw.c.Kill()
 		return fail(err)
 	}
+	if rw.beats, err = rw.c.Beats(streamCtx, spec.HeartbeatInterval); err != nil {
+		rw.c.Kill()
+		return fail(err)
+	}
 	if err := rw.s.Send(ipc.Run{Spec: sent}); err != nil {
 		rw.c.Kill()
 		return fail(fmt.Errorf("send the attempt: %w", err))
@@ -267,10 +272,14 @@ type remoteWorker struct {
 
 	// delta gathers the snapshot being received; applied is the last one
 	// applied to the worktree.
-	delta      bytes.Buffer
-	deltaSeq   uint64
-	applied    uint64
-	ended      bool // the worker's end entry was written
+	delta    bytes.Buffer
+	deltaSeq uint64
+	applied  uint64
+	ended    bool // the worker's end entry was written
+	beats    <-chan ipc.Heartbeat
+	// lostWhy, once set by KillLost, is the reason the end is recorded
+	// with.
+	lostWhy    atomic.Pointer[string]
 	finishOnce sync.Once
 	closeOnce  sync.Once
 	eofOnce    sync.Once
@@ -281,6 +290,16 @@ var _ Worker = (*remoteWorker)(nil)
 
 // Pid is the launch command's pid (the shell, or what it ran).
 func (r *remoteWorker) Pid() int { return r.c.Pid() }
+
+// Beats is the worker's heartbeat stream.
+func (r *remoteWorker) Beats() <-chan ipc.Heartbeat { return r.beats }
+
+// KillLost kills a worker the supervisor found lost, recording reason as
+// how its attempt ended (the host holds its lease, so it writes the end).
+func (r *remoteWorker) KillLost(reason string) {
+	r.lostWhy.Store(&reason)
+	r.Kill()
+}
 
 // Send sends a message to the worker.
 func (r *remoteWorker) Send(m ipc.HostMsg) error { return r.s.Send(m) }
@@ -363,6 +382,9 @@ func (r *remoteWorker) receiveDelta(d ipc.WorkspaceDelta) error {
 // lease. Once only.
 func (r *remoteWorker) finish(reason string) {
 	r.finishOnce.Do(func() {
+		if why := r.lostWhy.Load(); why != nil {
+			reason = *why
+		}
 		r.fence.Close(reason)
 		if !r.ended && r.lease.Check() == nil {
 			end := session.LostEnd(r.start, reason, r.lifetime)
@@ -443,8 +465,9 @@ func refusedAttempt(spec ipc.AttemptSpec, reason string) *refusedWorker {
 
 var _ Worker = (*refusedWorker)(nil)
 
-func (r *refusedWorker) Pid() int               { return 0 }
-func (r *refusedWorker) Send(ipc.HostMsg) error { return nil }
+func (r *refusedWorker) Pid() int                    { return 0 }
+func (r *refusedWorker) Beats() <-chan ipc.Heartbeat { return nil }
+func (r *refusedWorker) Send(ipc.HostMsg) error      { return nil }
 
 func (r *refusedWorker) Recv() (ipc.WorkerMsg, error) {
 	sent := false

@@ -215,6 +215,10 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	}
 	hung := time.NewTicker(o.cfg.HeartbeatInterval)
 	defer hung.Stop()
+	beats := w.Beats()
+	live := newLiveness(spec.HeartbeatInterval, time.Now())
+	check := time.NewTicker(livenessCheck)
+	defer check.Stop()
 	var grace <-chan time.Time
 	cancelStatus, cancelReason := "", ""
 	cancel := func(status, reason string) {
@@ -326,6 +330,28 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			res.Status = cancelStatus
 			res.Reason = fmt.Sprintf("%s; the worker did not stop within %s of the cancel, so its process group was killed", cancelReason, o.cfg.Grace)
 			return res
+		case hb, ok := <-beats:
+			if !ok {
+				beats = nil // the beats stopped: the checks below judge
+				continue
+			}
+			live.beat(hb, time.Now())
+		case <-check.C:
+			if !live.lost(time.Now()) {
+				continue
+			}
+			if _, exited := w.Exit(0); exited {
+				if _, remote := w.(lostKiller); !remote {
+					continue // it died: its stream's end says how
+				}
+				// A remote worker outlives the command that reached it
+				// (a wrapper that forked): only its beats say it lives.
+			}
+			stopReceiving()
+			return o.lose(ar, spec, w, live, res, func() {
+				cancelChildren(ErrHostLost)
+				endChildren()
+			})
 		case <-hung.C:
 			st, err := lease.Probe(spec.Transcript)
 			if err == nil && st.State == lease.Hung && cancelStatus == "" {
@@ -334,6 +360,42 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			}
 		}
 	}
+}
+
+// lose ends the attempt of a worker that sent no heartbeat for too long:
+// it kills the worker (for a local one, SIGKILL of its process group and
+// session) and waits until it is gone, so that nothing it does can land
+// after what follows; then it records the attempt's end in the transcript
+// (interrupted, worker lost), has the worker's children stop as host lost
+// (endChildren) and returns the result the parent is answered with.
+func (o *Orchestrator) lose(ar *agentRun, spec ipc.AttemptSpec, w Worker, live *liveness, res attemptResult, endChildren func()) attemptResult {
+	reason := live.lostReason()
+	o.pub.emit(ar.label, ar.sessionID, event.Warning{Text: fmt.Sprintf("worker pid %d sent no heartbeat for %s: it is lost; killing it and recording its attempt as interrupted", res.Pid, live.after)})
+	o.cfg.Logger.Warn("Worker lost", "agent", ar.label, "pid", res.Pid, "silentFor", live.after.String(), "progressSeq", live.progress)
+	if rl, ok := w.(lostKiller); ok {
+		rl.KillLost(reason) // it holds the lease, and records the end itself
+	} else {
+		w.Kill()
+	}
+	res.Status, res.Reason = ipc.StatusInterrupted, reason
+	if _, gone := w.Exit(5 * time.Second); !gone {
+		// Not provably stopped: nothing is written; a resume records the
+		// end once the lease proves the worker gone.
+		o.cfg.Logger.Warn("Lost worker did not exit after SIGKILL; its attempt's end is left to a resume", "agent", ar.label, "pid", res.Pid)
+	} else {
+		owner := lease.Owner{AttemptID: spec.AttemptID, Agent: spec.Label, SessionID: spec.SessionID}
+		if err := recordLost(spec.Transcript, spec.AttemptID, owner, reason, o.cfg.FS); err != nil && !errors.Is(err, errEndRecorded) {
+			o.cfg.Logger.Warn("Lost attempt's end not recorded; a resume records it", "agent", ar.label, "err", err)
+		}
+	}
+	endChildren()
+	return res
+}
+
+// lostKiller is a Worker whose launcher holds the attempt's lease (a
+// remote one): KillLost kills it and records its end with reason.
+type lostKiller interface {
+	KillLost(reason string)
 }
 
 // userCancel is the reason of an agent cancelled by the user (Ctrl-C).

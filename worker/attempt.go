@@ -107,6 +107,18 @@ type attempt struct {
 	hostGoneOnce sync.Once
 	// syncDirs syncs the directories made for a new transcript.
 	syncDirs func() error
+	// held is the attempt's lease once taken; its progress goes into the
+	// worker's heartbeats.
+	held atomic.Pointer[lease.Lease]
+}
+
+// progressSeq is the attempt's progress sequence: its lease's, 0 before
+// the lease is taken.
+func (a *attempt) progressSeq() int64 {
+	if l := a.held.Load(); l != nil {
+		return l.ProgressSeq()
+	}
+	return 0
 }
 
 // newAttempt prepares the attempt of sp on stream; its log lines have the
@@ -496,6 +508,7 @@ func (a *attempt) openLocal(ctx context.Context, cancel context.CancelCauseFunc)
 		}
 		return nil, nil, nil, &outcome{Status: ipc.StatusCrash, Reason: err.Error()}
 	}
+	a.held.Store(l)
 	release := func() {
 		if err := l.Release(); err != nil {
 			a.log.Error("Lease release failed", "err", err)

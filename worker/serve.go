@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/inkdev/ink/ipc"
@@ -120,6 +121,19 @@ type handler struct {
 	mu     sync.Mutex
 	busy   bool
 	done   chan struct{}
+	// current is the attempt being served, for its heartbeats' progress.
+	current atomic.Pointer[attempt]
+}
+
+var _ ipc.Progressor = (*handler)(nil)
+
+// ProgressSeq is the progress of the attempt being served (0 before it
+// took its lease); ipc puts it into every heartbeat of the Beats stream.
+func (h *handler) ProgressSeq() int64 {
+	if a := h.current.Load(); a != nil {
+		return a.progressSeq()
+	}
+	return 0
 }
 
 func (h *handler) started() bool {
@@ -158,6 +172,7 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	}
 	h.adopt(sp)
 	a := newAttempt(sp, stream, h.log)
+	h.current.Store(a)
 	a.log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
 	out := a.run(stream.Context())
 	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns, "peakRSS", peakRSS())

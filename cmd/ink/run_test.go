@@ -296,7 +296,7 @@ func waitForEvent(t *testing.T, p *proc, typ string) map[string]any {
 func waitFor(t *testing.T, p *proc, match func(map[string]any) bool) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	find := func() map[string]any {
 		sc := bufio.NewScanner(strings.NewReader(p.snapshot()))
 		for sc.Scan() {
 			var m map[string]any
@@ -304,8 +304,18 @@ func waitFor(t *testing.T, p *proc, match func(map[string]any) bool) map[string]
 				return m
 			}
 		}
+		return nil
+	}
+	for time.Now().Before(deadline) {
+		if m := find(); m != nil {
+			return m
+		}
 		select {
 		case <-p.done:
+			// The event may have come with the exit, after the look above.
+			if m := find(); m != nil {
+				return m
+			}
 			t.Fatalf("ink exited before the awaited event\nstdout:\n%s\nstderr:\n%s", p.snapshot(), p.stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}

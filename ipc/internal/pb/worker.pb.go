@@ -24,6 +24,100 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BeatsRequest opens the heartbeat stream.
+type BeatsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// interval_ms is how often the worker beats; 0 means the default (1 s).
+	IntervalMs    int64 `protobuf:"varint,1,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BeatsRequest) Reset() {
+	*x = BeatsRequest{}
+	mi := &file_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeatsRequest) ProtoMessage() {}
+
+func (x *BeatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeatsRequest.ProtoReflect.Descriptor instead.
+func (*BeatsRequest) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BeatsRequest) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+// Heartbeat is one beat of a live worker.
+type Heartbeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// progress_seq counts the progress of the worker's attempt (its lease's
+	// progress sequence): it grows with each step, and stays put while the
+	// attempt waits.
+	ProgressSeq   int64 `protobuf:"varint,1,opt,name=progress_seq,json=progressSeq,proto3" json:"progress_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Heartbeat) Reset() {
+	*x = Heartbeat{}
+	mi := &file_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Heartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Heartbeat) ProtoMessage() {}
+
+func (x *Heartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
+func (*Heartbeat) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Heartbeat) GetProgressSeq() int64 {
+	if x != nil {
+		return x.ProgressSeq
+	}
+	return 0
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -32,7 +126,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_worker_proto_msgTypes[0]
+	mi := &file_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +138,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[0]
+	mi := &file_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +151,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{0}
+	return file_worker_proto_rawDescGZIP(), []int{2}
 }
 
 type InfoReply struct {
@@ -71,7 +165,7 @@ type InfoReply struct {
 
 func (x *InfoReply) Reset() {
 	*x = InfoReply{}
-	mi := &file_worker_proto_msgTypes[1]
+	mi := &file_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -83,7 +177,7 @@ func (x *InfoReply) String() string {
 func (*InfoReply) ProtoMessage() {}
 
 func (x *InfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[1]
+	mi := &file_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -96,7 +190,7 @@ func (x *InfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoReply.ProtoReflect.Descriptor instead.
 func (*InfoReply) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{1}
+	return file_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InfoReply) GetProtocolVersion() uint32 {
@@ -138,7 +232,7 @@ type HostMsg struct {
 
 func (x *HostMsg) Reset() {
 	*x = HostMsg{}
-	mi := &file_worker_proto_msgTypes[2]
+	mi := &file_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -150,7 +244,7 @@ func (x *HostMsg) String() string {
 func (*HostMsg) ProtoMessage() {}
 
 func (x *HostMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[2]
+	mi := &file_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -163,7 +257,7 @@ func (x *HostMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostMsg.ProtoReflect.Descriptor instead.
 func (*HostMsg) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{2}
+	return file_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HostMsg) GetMsg() isHostMsg_Msg {
@@ -301,7 +395,7 @@ type Appended struct {
 
 func (x *Appended) Reset() {
 	*x = Appended{}
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +407,7 @@ func (x *Appended) String() string {
 func (*Appended) ProtoMessage() {}
 
 func (x *Appended) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +420,7 @@ func (x *Appended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Appended.ProtoReflect.Descriptor instead.
 func (*Appended) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{3}
+	return file_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Appended) GetSeq() uint64 {
@@ -369,7 +463,7 @@ type WorkspaceChunk struct {
 
 func (x *WorkspaceChunk) Reset() {
 	*x = WorkspaceChunk{}
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +475,7 @@ func (x *WorkspaceChunk) String() string {
 func (*WorkspaceChunk) ProtoMessage() {}
 
 func (x *WorkspaceChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +488,7 @@ func (x *WorkspaceChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkspaceChunk.ProtoReflect.Descriptor instead.
 func (*WorkspaceChunk) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{4}
+	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkspaceChunk) GetData() []byte {
@@ -421,7 +515,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +527,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +540,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{5}
+	return file_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Budget) GetRemaining() int64 {
@@ -465,7 +559,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +571,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +584,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{6}
+	return file_worker_proto_rawDescGZIP(), []int{8}
 }
 
 // Run starts the attempt. spec is the JSON of ipc.AttemptSpec (transcript
@@ -504,7 +598,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +610,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +623,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{7}
+	return file_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Run) GetSpec() []byte {
@@ -553,7 +647,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +659,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +672,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{8}
+	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Cancel) GetStatus() string {
@@ -615,7 +709,7 @@ type TaskAnswer struct {
 
 func (x *TaskAnswer) Reset() {
 	*x = TaskAnswer{}
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +721,7 @@ func (x *TaskAnswer) String() string {
 func (*TaskAnswer) ProtoMessage() {}
 
 func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +734,7 @@ func (x *TaskAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAnswer.ProtoReflect.Descriptor instead.
 func (*TaskAnswer) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{9}
+	return file_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskAnswer) GetCorrelationId() string {
@@ -701,7 +795,7 @@ type WorkerMsg struct {
 
 func (x *WorkerMsg) Reset() {
 	*x = WorkerMsg{}
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +807,7 @@ func (x *WorkerMsg) String() string {
 func (*WorkerMsg) ProtoMessage() {}
 
 func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +820,7 @@ func (x *WorkerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMsg.ProtoReflect.Descriptor instead.
 func (*WorkerMsg) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{10}
+	return file_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkerMsg) GetMsg() isWorkerMsg_Msg {
@@ -839,7 +933,7 @@ type Append struct {
 
 func (x *Append) Reset() {
 	*x = Append{}
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +945,7 @@ func (x *Append) String() string {
 func (*Append) ProtoMessage() {}
 
 func (x *Append) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +958,7 @@ func (x *Append) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Append.ProtoReflect.Descriptor instead.
 func (*Append) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{11}
+	return file_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Append) GetSeq() uint64 {
@@ -923,7 +1017,7 @@ type WorkspaceDelta struct {
 
 func (x *WorkspaceDelta) Reset() {
 	*x = WorkspaceDelta{}
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1029,7 @@ func (x *WorkspaceDelta) String() string {
 func (*WorkspaceDelta) ProtoMessage() {}
 
 func (x *WorkspaceDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1042,7 @@ func (x *WorkspaceDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkspaceDelta.ProtoReflect.Descriptor instead.
 func (*WorkspaceDelta) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{12}
+	return file_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkspaceDelta) GetSeq() uint64 {
@@ -986,7 +1080,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_worker_proto_msgTypes[13]
+	mi := &file_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1092,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[13]
+	mi := &file_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1105,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{13}
+	return file_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1053,7 +1147,7 @@ type TaskRequest struct {
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_worker_proto_msgTypes[14]
+	mi := &file_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1159,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[14]
+	mi := &file_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1172,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{14}
+	return file_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TaskRequest) GetCorrelationId() string {
@@ -1122,7 +1216,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_worker_proto_msgTypes[15]
+	mi := &file_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1228,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[15]
+	mi := &file_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1241,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{15}
+	return file_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Usage) GetInput() int64 {
@@ -1208,7 +1302,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_worker_proto_msgTypes[16]
+	mi := &file_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1314,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[16]
+	mi := &file_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1327,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{16}
+	return file_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Outcome) GetStatus() string {
@@ -1304,7 +1398,12 @@ var File_worker_proto protoreflect.FileDescriptor
 const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"\fworker.proto\x12\n" +
-	"ink.ipc.v1\"\r\n" +
+	"ink.ipc.v1\"/\n" +
+	"\fBeatsRequest\x12\x1f\n" +
+	"\vinterval_ms\x18\x01 \x01(\x03R\n" +
+	"intervalMs\".\n" +
+	"\tHeartbeat\x12!\n" +
+	"\fprogress_seq\x18\x01 \x01(\x03R\vprogressSeq\"\r\n" +
 	"\vInfoRequest\"i\n" +
 	"\tInfoReply\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
@@ -1393,10 +1492,11 @@ const file_worker_proto_rawDesc = "" +
 	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x16\n" +
 	"\x06health\x18\b \x03(\tR\x06health\x12\x16\n" +
-	"\x06capped\x18\t \x01(\tR\x06capped2{\n" +
+	"\x06capped\x18\t \x01(\tR\x06capped2\xb7\x01\n" +
 	"\x06Worker\x126\n" +
 	"\x04Info\x12\x17.ink.ipc.v1.InfoRequest\x1a\x15.ink.ipc.v1.InfoReply\x129\n" +
-	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01B'Z%github.com/inkdev/ink/ipc/internal/pbb\x06proto3"
+	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01\x12:\n" +
+	"\x05Beats\x12\x18.ink.ipc.v1.BeatsRequest\x1a\x15.ink.ipc.v1.Heartbeat0\x01B'Z%github.com/inkdev/ink/ipc/internal/pbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once
@@ -1410,46 +1510,50 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_worker_proto_goTypes = []any{
-	(*InfoRequest)(nil),    // 0: ink.ipc.v1.InfoRequest
-	(*InfoReply)(nil),      // 1: ink.ipc.v1.InfoReply
-	(*HostMsg)(nil),        // 2: ink.ipc.v1.HostMsg
-	(*Appended)(nil),       // 3: ink.ipc.v1.Appended
-	(*WorkspaceChunk)(nil), // 4: ink.ipc.v1.WorkspaceChunk
-	(*Budget)(nil),         // 5: ink.ipc.v1.Budget
-	(*Ack)(nil),            // 6: ink.ipc.v1.Ack
-	(*Run)(nil),            // 7: ink.ipc.v1.Run
-	(*Cancel)(nil),         // 8: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),     // 9: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),      // 10: ink.ipc.v1.WorkerMsg
-	(*Append)(nil),         // 11: ink.ipc.v1.Append
-	(*WorkspaceDelta)(nil), // 12: ink.ipc.v1.WorkspaceDelta
-	(*Event)(nil),          // 13: ink.ipc.v1.Event
-	(*TaskRequest)(nil),    // 14: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),          // 15: ink.ipc.v1.Usage
-	(*Outcome)(nil),        // 16: ink.ipc.v1.Outcome
+	(*BeatsRequest)(nil),   // 0: ink.ipc.v1.BeatsRequest
+	(*Heartbeat)(nil),      // 1: ink.ipc.v1.Heartbeat
+	(*InfoRequest)(nil),    // 2: ink.ipc.v1.InfoRequest
+	(*InfoReply)(nil),      // 3: ink.ipc.v1.InfoReply
+	(*HostMsg)(nil),        // 4: ink.ipc.v1.HostMsg
+	(*Appended)(nil),       // 5: ink.ipc.v1.Appended
+	(*WorkspaceChunk)(nil), // 6: ink.ipc.v1.WorkspaceChunk
+	(*Budget)(nil),         // 7: ink.ipc.v1.Budget
+	(*Ack)(nil),            // 8: ink.ipc.v1.Ack
+	(*Run)(nil),            // 9: ink.ipc.v1.Run
+	(*Cancel)(nil),         // 10: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),     // 11: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),      // 12: ink.ipc.v1.WorkerMsg
+	(*Append)(nil),         // 13: ink.ipc.v1.Append
+	(*WorkspaceDelta)(nil), // 14: ink.ipc.v1.WorkspaceDelta
+	(*Event)(nil),          // 15: ink.ipc.v1.Event
+	(*TaskRequest)(nil),    // 16: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),          // 17: ink.ipc.v1.Usage
+	(*Outcome)(nil),        // 18: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	7,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	8,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	9,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	6,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	5,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
-	3,  // 5: ink.ipc.v1.HostMsg.appended:type_name -> ink.ipc.v1.Appended
-	4,  // 6: ink.ipc.v1.HostMsg.workspace:type_name -> ink.ipc.v1.WorkspaceChunk
-	13, // 7: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	14, // 8: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	16, // 9: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	11, // 10: ink.ipc.v1.WorkerMsg.append:type_name -> ink.ipc.v1.Append
-	12, // 11: ink.ipc.v1.WorkerMsg.delta:type_name -> ink.ipc.v1.WorkspaceDelta
-	15, // 12: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	0,  // 13: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	2,  // 14: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	1,  // 15: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	10, // 16: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	15, // [15:17] is the sub-list for method output_type
-	13, // [13:15] is the sub-list for method input_type
+	9,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	10, // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	11, // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	8,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	7,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	5,  // 5: ink.ipc.v1.HostMsg.appended:type_name -> ink.ipc.v1.Appended
+	6,  // 6: ink.ipc.v1.HostMsg.workspace:type_name -> ink.ipc.v1.WorkspaceChunk
+	15, // 7: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	16, // 8: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	18, // 9: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	13, // 10: ink.ipc.v1.WorkerMsg.append:type_name -> ink.ipc.v1.Append
+	14, // 11: ink.ipc.v1.WorkerMsg.delta:type_name -> ink.ipc.v1.WorkspaceDelta
+	17, // 12: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	2,  // 13: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	4,  // 14: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	0,  // 15: ink.ipc.v1.Worker.Beats:input_type -> ink.ipc.v1.BeatsRequest
+	3,  // 16: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	12, // 17: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	1,  // 18: ink.ipc.v1.Worker.Beats:output_type -> ink.ipc.v1.Heartbeat
+	16, // [16:19] is the sub-list for method output_type
+	13, // [13:16] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1460,7 +1564,7 @@ func file_worker_proto_init() {
 	if File_worker_proto != nil {
 		return
 	}
-	file_worker_proto_msgTypes[2].OneofWrappers = []any{
+	file_worker_proto_msgTypes[4].OneofWrappers = []any{
 		(*HostMsg_Run)(nil),
 		(*HostMsg_Cancel)(nil),
 		(*HostMsg_Answer)(nil),
@@ -1469,7 +1573,7 @@ func file_worker_proto_init() {
 		(*HostMsg_Appended)(nil),
 		(*HostMsg_Workspace)(nil),
 	}
-	file_worker_proto_msgTypes[10].OneofWrappers = []any{
+	file_worker_proto_msgTypes[12].OneofWrappers = []any{
 		(*WorkerMsg_Event)(nil),
 		(*WorkerMsg_Task)(nil),
 		(*WorkerMsg_Outcome)(nil),
@@ -1482,7 +1586,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

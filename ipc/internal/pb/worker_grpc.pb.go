@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Worker_Info_FullMethodName    = "/ink.ipc.v1.Worker/Info"
 	Worker_Attempt_FullMethodName = "/ink.ipc.v1.Worker/Attempt"
+	Worker_Beats_FullMethodName   = "/ink.ipc.v1.Worker/Beats"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -37,6 +38,12 @@ type WorkerClient interface {
 	// ends with exactly one Outcome, which the host acknowledges with Ack
 	// before it ends the stream.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostMsg, WorkerMsg], error)
+	// Beats streams the worker's heartbeats, one every interval the host
+	// asks for, on a stream of their own so that a large message on the
+	// Attempt stream never holds them up. The host judges the worker's
+	// liveness from them: a worker that sends none for 3 intervals + 1 s is
+	// lost.
+	Beats(ctx context.Context, in *BeatsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Heartbeat], error)
 }
 
 type workerClient struct {
@@ -70,6 +77,25 @@ func (c *workerClient) Attempt(ctx context.Context, opts ...grpc.CallOption) (gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Worker_AttemptClient = grpc.BidiStreamingClient[HostMsg, WorkerMsg]
 
+func (c *workerClient) Beats(ctx context.Context, in *BeatsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Heartbeat], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Worker_ServiceDesc.Streams[1], Worker_Beats_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BeatsRequest, Heartbeat]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_BeatsClient = grpc.ServerStreamingClient[Heartbeat]
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -81,6 +107,12 @@ type WorkerServer interface {
 	// ends with exactly one Outcome, which the host acknowledges with Ack
 	// before it ends the stream.
 	Attempt(grpc.BidiStreamingServer[HostMsg, WorkerMsg]) error
+	// Beats streams the worker's heartbeats, one every interval the host
+	// asks for, on a stream of their own so that a large message on the
+	// Attempt stream never holds them up. The host judges the worker's
+	// liveness from them: a worker that sends none for 3 intervals + 1 s is
+	// lost.
+	Beats(*BeatsRequest, grpc.ServerStreamingServer[Heartbeat]) error
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -96,6 +128,9 @@ func (UnimplementedWorkerServer) Info(context.Context, *InfoRequest) (*InfoReply
 }
 func (UnimplementedWorkerServer) Attempt(grpc.BidiStreamingServer[HostMsg, WorkerMsg]) error {
 	return status.Errorf(codes.Unimplemented, "method Attempt not implemented")
+}
+func (UnimplementedWorkerServer) Beats(*BeatsRequest, grpc.ServerStreamingServer[Heartbeat]) error {
+	return status.Errorf(codes.Unimplemented, "method Beats not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -143,6 +178,17 @@ func _Worker_Attempt_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Worker_AttemptServer = grpc.BidiStreamingServer[HostMsg, WorkerMsg]
 
+func _Worker_Beats_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(BeatsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(WorkerServer).Beats(m, &grpc.GenericServerStream[BeatsRequest, Heartbeat]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_BeatsServer = grpc.ServerStreamingServer[Heartbeat]
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -161,6 +207,11 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Worker_Attempt_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Beats",
+			Handler:       _Worker_Beats_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "worker.proto",
