@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/inkdev/ink/session"
 )
 
@@ -289,5 +291,77 @@ func TestRemoteWorkerLostResumes(t *testing.T) {
 	}
 	if listing == "" || strings.Contains(listing, "lost.flag") {
 		t.Errorf("the resumed worker's worktree does not match the transcript (the lost command's file is there):\n%s", listing)
+	}
+}
+
+// TestRemoteWorkerStopped: a remote worker frozen mid-tool (SIGSTOP), in
+// a session of its own that outlives the command that reached it, is lost
+// within 5 s: its attempt ends interrupted, recorded by the supervisor;
+// the child resumes through the exec launcher again; and once the stale
+// worker runs again (SIGCONT) it writes nothing: its stream is gone.
+func TestRemoteWorkerStopped(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	pids := filepath.Join(filepath.Dir(e.dir), "pids")
+	if err := os.MkdirAll(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(pids, "bash.pid")
+	script := e.wtOutside("frozen.yaml", fmt.Sprintf(`rules:
+  - when: {result: "resumed"}
+    reply: {text: "finished"}
+  - when: {user: "go on"}
+    reply:
+      calls: [{tool: bash, args: {command: "echo resumed"}}]
+  - when: {turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo $$ > %s; sleep 300"}}]
+  - reply: {text: "done"}
+`, pidFile))
+	// setsid puts the worker in a session of its own, as a worker behind
+	// ssh is: killing the command does not kill it.
+	launcher := strings.Replace(remoteLauncher(e), `exec "$3" worker`, `exec setsid "$3" worker`, 1)
+	p := e.start("task", "--json", "--launcher", launcher, "--writable", pids, "--model", "script:"+script, "work remotely")
+	worker := remoteWorkerPid(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(worker, syscall.SIGKILL) })
+	if err := syscall.Kill(worker, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	end := waitForEvent(t, p, "task.end")
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("the frozen worker was found lost after %s, want within 5s", took)
+	}
+	if end["status"] != "interrupted" || !strings.Contains(fmt.Sprint(end["reason"]), "no heartbeat") {
+		t.Fatalf("task.end %v, want interrupted for a lost worker", end)
+	}
+	p.wait(t, time.Minute)
+	rec := wtLatestRecord(t, e)
+	childPath := childTranscript(t, e, rec)
+	before, err := os.ReadFile(childPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The stale worker runs again: it finds its stream gone and writes
+	// nothing.
+	pidfd, err := unix.PidfdOpen(worker, 0)
+	if err != nil {
+		t.Fatalf("the stale worker %d is gone already: %v", worker, err)
+	}
+	defer unix.Close(pidfd)
+	if err := syscall.Kill(worker, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 30_000); err != nil || n != 1 {
+		t.Fatalf("the stale worker %d still runs 30 s after SIGCONT", worker)
+	}
+	if after, _ := os.ReadFile(childPath); string(after) != string(before) {
+		t.Errorf("the stale worker wrote to the transcript after it was lost:\n%s", after[len(before):])
+	}
+
+	r, code := e.run("task", "--launcher", launcher, "--writable", pids, "--model", "script:"+script, "--resume", rec.ChildID, "go on")
+	if code != 0 || !strings.HasPrefix(r.snapshot(), "finished") {
+		t.Fatalf("the resume exited %d with %q\nstderr:\n%s", code, r.snapshot(), r.stderr.String())
 	}
 }
