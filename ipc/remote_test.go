@@ -198,12 +198,22 @@ func TestExecHostLost(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.Kill()
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 20_000); err != nil || n != 1 {
+	if n, err := pollExit(pidfd, 20_000); err != nil || n != 1 {
 		t.Fatalf("worker %d still runs 20 s after its stream closed (poll %d, %v)", pid, n, err)
 	}
 	data, _ := os.ReadFile(marker)
 	if !strings.Contains(string(data), "ctx done: context canceled") || !strings.Contains(string(data), "finished") {
 		t.Errorf("the worker's attempt did not end as host lost:\n%s", data)
+	}
+}
+
+// pollExit waits up to ms milliseconds for the process of pidfd to exit,
+// polling again when a signal interrupts the wait.
+func pollExit(pidfd, ms int) (int, error) {
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
+		if err != unix.EINTR {
+			return n, err
+		}
 	}
 }

@@ -353,7 +353,7 @@ func TestRemoteWorkerStopped(t *testing.T) {
 	if err := syscall.Kill(worker, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 30_000); err != nil || n != 1 {
+	if n, err := pollExit(pidfd, 30_000); err != nil || n != 1 {
 		t.Fatalf("the stale worker %d still runs 30 s after SIGCONT", worker)
 	}
 	if after, _ := os.ReadFile(childPath); string(after) != string(before) {
@@ -363,5 +363,16 @@ func TestRemoteWorkerStopped(t *testing.T) {
 	r, code := e.run("task", "--launcher", launcher, "--writable", pids, "--model", "script:"+script, "--resume", rec.ChildID, "go on")
 	if code != 0 || !strings.HasPrefix(r.snapshot(), "finished") {
 		t.Fatalf("the resume exited %d with %q\nstderr:\n%s", code, r.snapshot(), r.stderr.String())
+	}
+}
+
+// pollExit waits up to ms milliseconds for the process of pidfd to exit,
+// polling again when a signal interrupts the wait.
+func pollExit(pidfd, ms int) (int, error) {
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
+		if err != unix.EINTR {
+			return n, err
+		}
 	}
 }
