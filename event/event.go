@@ -147,7 +147,7 @@ type TaskStart struct {
 // (Status "rejected", nothing launched).
 type TaskEnd struct {
 	ChildID    string                   `json:"childId,omitempty"`
-	Status     string                   `json:"status"`
+	Status     session.Status           `json:"status"`
 	Reason     string                   `json:"reason,omitempty"`
 	Turns      int                      `json:"turns"`
 	Usage      *model.Usage             `json:"usage,omitempty"`
@@ -164,7 +164,7 @@ type TaskEnd struct {
 
 // RunEnd closes a run. Usage holds every agent's, by display label.
 type RunEnd struct {
-	Status     string                 `json:"status"`
+	Status     session.Status         `json:"status"`
 	Reason     string                 `json:"reason,omitempty"`
 	Text       string                 `json:"text"`
 	Turns      int                    `json:"turns"`

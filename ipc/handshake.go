@@ -15,7 +15,7 @@ import (
 // negotiated in the go-plugin handshake and checked again through Info.
 // Bump it whenever worker.proto or the meaning of its messages changes
 // incompatibly.
-const ProtocolVersion = 4
+const ProtocolVersion = 5
 
 // MagicCookieKey is the environment variable that marks a process as an ink
 // worker started by an ink host. It is a guard against running `ink worker`

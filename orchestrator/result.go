@@ -83,7 +83,7 @@ func FirstRunes(s string, n int) string {
 
 // resultInput is everything a task result is composed from.
 type resultInput struct {
-	Status        string
+	Status        Status
 	Reason        string
 	Text          string // this attempt's final text only (or its tail: see TextLen)
 	TextLen       int    // the whole final text's length when Text is its tail; 0: len(Text)

@@ -36,8 +36,8 @@ type AttemptEntry struct {
 	Pid   int       `json:"pid,omitempty"`
 	Time  time.Time `json:"time"`
 	// Status is the outcome (end only): completed, aborted, timeout, crash
-	// or interrupted.
-	Status string `json:"status,omitempty"`
+	// or interrupted (Status.EndsAttempt).
+	Status Status `json:"status,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Turns counts the model turns of this attempt (end only).
 	Turns int          `json:"turns,omitempty"`
@@ -109,11 +109,6 @@ type wireCompaction struct {
 	*CompactionEntry
 }
 
-// validAttemptStatus lists the end statuses an attempt entry may carry.
-var validAttemptStatus = map[string]bool{
-	"completed": true, "aborted": true, "timeout": true, "crash": true, "interrupted": true,
-}
-
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
@@ -143,6 +138,10 @@ func decodeEntry(line []byte) (Entry, error) {
 	case EntryAttempt:
 		var a AttemptEntry
 		if err := json.Unmarshal(line, &a); err != nil {
+			var unknown *UnknownStatusError
+			if errors.As(err, &unknown) {
+				return Entry{}, fmt.Errorf("attempt entry: %w", err)
+			}
 			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
 		}
 		if err := validateAttempt(a); err != nil {
@@ -206,7 +205,7 @@ func validateAttempt(a AttemptEntry) error {
 	switch a.Phase {
 	case PhaseStart:
 	case PhaseEnd:
-		if !validAttemptStatus[a.Status] {
+		if !a.Status.EndsAttempt() {
 			return fmt.Errorf("attempt end has status %q, want one of completed, aborted, timeout, crash, interrupted", a.Status)
 		}
 	default:

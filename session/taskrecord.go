@@ -15,16 +15,6 @@ import (
 // MaxReasonRunes bounds a TaskRecord's reason, in characters.
 const MaxReasonRunes = 300
 
-// Task statuses.
-const (
-	StatusCompleted   = "completed"
-	StatusAborted     = "aborted"
-	StatusTimeout     = "timeout"
-	StatusCrash       = "crash"
-	StatusInterrupted = "interrupted"
-	StatusRejected    = "rejected"
-)
-
 // TaskRecord is stored beside the toolResult message of a `task` call in
 // the parent's transcript and is never sent to a model. Absent fields are
 // omitted from its JSON.
@@ -43,8 +33,8 @@ type TaskRecord struct {
 	// TimeoutMs is the attempt's time limit; 0 means none.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Status is one of completed, aborted, timeout, crash, interrupted,
-	// rejected.
-	Status string `json:"status"`
+	// rejected (Status.OfTaskRecord).
+	Status Status `json:"status"`
 	// Reason says why, in at most MaxReasonRunes characters.
 	Reason      string           `json:"reason,omitempty"`
 	Turns       int              `json:"turns,omitempty"`
@@ -83,11 +73,6 @@ type WorktreeOutcome struct {
 	Detail      string `json:"detail,omitempty"`
 }
 
-var validTaskStatus = map[string]bool{
-	StatusCompleted: true, StatusAborted: true, StatusTimeout: true,
-	StatusCrash: true, StatusInterrupted: true, StatusRejected: true,
-}
-
 // ParseTaskRecord decodes and validates a TaskRecord (see Validate).
 // Unknown fields are ignored.
 func ParseTaskRecord(raw []byte) (TaskRecord, error) {
@@ -121,7 +106,7 @@ func (r TaskRecord) Validate() error {
 	if r.ChildID != "" && !ValidID(r.ChildID) {
 		bad("childId %q is not a valid id", r.ChildID)
 	}
-	if !validTaskStatus[r.Status] {
+	if !r.Status.OfTaskRecord() {
 		bad("status %q is not one of completed, aborted, timeout, crash, interrupted, rejected", r.Status)
 	}
 	if n := utf8.RuneCountInString(r.Reason); n > MaxReasonRunes {

@@ -35,7 +35,8 @@ var errHostLost = errors.New("the supervisor was lost")
 
 // outcome is how an attempt ended.
 type outcome struct {
-	Status string
+	Status session.Status
+	Code   session.Code // why a refused attempt was refused
 	Reason string
 	Text   string
 	Turns  int
@@ -49,11 +50,11 @@ type outcome struct {
 // are ignored so the outcome says what really happened.
 type stopReason struct {
 	once   sync.Once
-	status string
+	status session.Status
 	reason string
 }
 
-func (s *stopReason) set(status, reason string) {
+func (s *stopReason) set(status session.Status, reason string) {
 	s.once.Do(func() { s.status, s.reason = status, reason })
 }
 
@@ -162,22 +163,22 @@ func (a *attempt) receive(ctx context.Context) {
 			if ctx.Err() == nil {
 				a.log.Warn("Host stream broke", "err", err)
 			}
-			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			a.cancel(errHostLost)
 			return
 		}
 		switch m := m.(type) {
 		case ipc.Cancel:
-			if m.Status == ipc.StatusInterrupted {
+			if m.Status == session.StatusInterrupted {
 				// The supervisor stops this worker as host lost (its client
 				// went away): end exactly as if it had died.
-				a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+				a.stop.set(session.StatusInterrupted, ipc.HostLost)
 				a.cancel(errHostLost)
 				continue
 			}
 			status := m.Status
-			if status != ipc.StatusTimeout {
-				status = ipc.StatusAborted
+			if status != session.StatusTimeout {
+				status = session.StatusAborted
 			}
 			reason := m.Reason
 			if reason == "" {
@@ -278,14 +279,14 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	go func() {
 		select {
 		case <-hostCtx.Done():
-			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			cancel(errHostLost)
 		case <-ctx.Done():
 		}
 	}()
 	go a.receive(ctx)
 	go watchParent(ctx, func() {
-		a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+		a.stop.set(session.StatusInterrupted, ipc.HostLost)
 		cancel(errHostLost)
 	})
 
@@ -298,7 +299,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	// the background, with its transcript (openTranscript).
 	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
 	if err != nil {
-		return outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
+		return outcome{Status: session.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
 	a.syncDirs = syncDirs
 	heartbeat := sp.HeartbeatInterval
@@ -315,12 +316,12 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
 		if errors.Is(err, lease.ErrBusy) {
-			return outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()}
+			return outcome{Status: session.StatusRefused, Code: session.CodeStillRunning, Reason: err.Error()}
 		}
 		if errors.Is(err, lease.ErrBadLeaseFile) {
-			return outcome{Status: ipc.StatusRefused, Reason: err.Error()}
+			return outcome{Status: session.StatusRefused, Code: session.CodeMalformed, Reason: err.Error()}
 		}
-		return outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+		return outcome{Status: session.StatusCrash, Reason: err.Error()}
 	}
 	defer func() {
 		if err := l.Release(); err != nil {
@@ -337,7 +338,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	go func() {
 		select {
 		case <-l.Fenced():
-			a.stop.set(ipc.StatusCrash, l.FenceErr().Error())
+			a.stop.set(session.StatusCrash, l.FenceErr().Error())
 			cancel(l.FenceErr())
 		case <-ctx.Done():
 		}
@@ -360,7 +361,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 
 	pool, provider, err := prep.take()
 	if err != nil {
-		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+		return a.end(w, l, outcome{Status: session.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
 	// Read the window off the provider itself, before wrappers hide it.
 	window := contextWindow(sp, provider)
@@ -432,20 +433,20 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if runErr == nil && slices.Contains(sp.Tools, "task") {
 		res, runErr = a.collectBackground(ctx, w, l, view, res, &turnBase, run)
 	}
-	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted, Capped: res.Capped, Health: res.Health}
+	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: session.StatusCompleted, Capped: res.Capped, Health: res.Health}
 	if runErr != nil {
 		switch {
 		case ctx.Err() != nil && a.stop.status != "":
 			out.Status, out.Reason = a.stop.status, a.stop.reason
 		case errors.Is(runErr, context.Canceled):
-			out.Status, out.Reason = ipc.StatusAborted, runErr.Error()
+			out.Status, out.Reason = session.StatusAborted, runErr.Error()
 		default:
-			out.Status, out.Reason = ipc.StatusCrash, runErr.Error()
+			out.Status, out.Reason = session.StatusCrash, runErr.Error()
 		}
 	}
 	if l.Check() != nil {
 		// Another holder owns the transcript now: write nothing more.
-		out.Status, out.Reason = ipc.StatusCrash, l.Check().Error()
+		out.Status, out.Reason = session.StatusCrash, l.Check().Error()
 		return out
 	}
 	return a.end(w, l, out)
@@ -498,8 +499,8 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 	})
 	if err != nil {
 		a.log.Error("Attempt end entry not written", "err", err)
-		if out.Status == ipc.StatusCompleted {
-			out.Status, out.Reason = ipc.StatusCrash, fmt.Sprintf("transcript write: %v", err)
+		if out.Status == session.StatusCompleted {
+			out.Status, out.Reason = session.StatusCrash, fmt.Sprintf("transcript write: %v", err)
 		}
 	}
 	return out
@@ -514,8 +515,8 @@ func (a *attempt) end(w *session.Writer, l *lease.Lease, out outcome) outcome {
 // nothing.
 func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, prompt model.Message) (*session.Writer, *session.View, *outcome) {
 	sp := a.spec
-	refuse := func(format string, args ...any) (*session.Writer, *session.View, *outcome) {
-		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf(format, args...)}
+	refuse := func(code session.Code, format string, args ...any) (*session.Writer, *session.View, *outcome) {
+		return nil, nil, &outcome{Status: session.StatusRefused, Code: code, Reason: fmt.Sprintf(format, args...)}
 	}
 	first := []session.Entry{{Attempt: &start}, {Message: &prompt}}
 	if sp.Create != nil {
@@ -532,7 +533,7 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		}
 		w, written, err := session.CreateSyncing(a.fsys, sp.Transcript, *sp.Create, before, first...)
 		if err != nil {
-			return refuse("create transcript: %v", err)
+			return refuse(session.CodeCreateFailed, "create transcript: %v", err)
 		}
 		view := session.NewView()
 		_ = view.Apply(written[1])
@@ -543,11 +544,11 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	// model sees decoded, the rest kept as call and result ids.
 	tr, err := session.ReadForResume(sp.Transcript)
 	if err != nil {
-		return refuse("malformed: %v", err)
+		return refuse(session.CodeMalformed, "%v", err)
 	}
 	if len(sp.ExpectHeader) > 0 {
 		if changed, err := headerChanged(tr.Header, sp.ExpectHeader); err != nil || changed {
-			return refuse("header-changed: the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
+			return refuse(session.CodeHeaderChanged, "the transcript %s changed since it was validated (its header differs); nothing was written", sp.Transcript)
 		}
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
@@ -556,19 +557,19 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	answers := danglingAnswers(msgs, sp.Answers)
 	scan := session.ScanPairs(append(slices.Clone(msgs), answers...))
 	if scan.State == session.Refused {
-		return refuse("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
+		return refuse(session.CodeMalformed, "the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)
 	}
 	if (tr.Torn != nil || scan.State == session.Repairable) && !sp.Repair {
-		return refuse("the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
+		return refuse(session.CodeMalformed, "the transcript %s ends in an interrupted state and repair was not allowed", sp.Transcript)
 	}
 	if tr.Torn != nil {
 		if _, err := tr.RepairTail(a.fsys); err != nil {
-			return refuse("repair %s: %v", sp.Transcript, err)
+			return refuse(session.CodeMalformed, "repair %s: %v", sp.Transcript, err)
 		}
 	}
 	w, err := tr.OpenWriter(a.fsys)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse(session.CodeMalformed, "%v", err)
 	}
 	repairs := answers
 	if scan.State == session.Repairable {
@@ -594,7 +595,7 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	written, err := w.Append(append(batch, first...)...)
 	if err != nil {
 		w.Close()
-		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
+		return nil, nil, &outcome{Status: session.StatusCrash, Reason: fmt.Sprintf("transcript write: %v", err)}
 	}
 	for _, e := range written {
 		_ = view.Apply(e)

@@ -24,6 +24,126 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Status is how an attempt ended (session.Status). Its names are the JSON
+// values of session.Status in upper case, so that the two cannot drift
+// (ipc/convert.go maps them, and its test checks every value).
+type Status int32
+
+const (
+	Status_STATUS_UNSPECIFIED Status = 0 // never sent: an error on receipt
+	Status_STATUS_COMPLETED   Status = 1
+	Status_STATUS_ABORTED     Status = 2
+	Status_STATUS_TIMEOUT     Status = 3
+	Status_STATUS_CRASH       Status = 4
+	Status_STATUS_INTERRUPTED Status = 5
+	Status_STATUS_REFUSED     Status = 6 // Outcome only: the attempt never ran
+)
+
+// Enum value maps for Status.
+var (
+	Status_name = map[int32]string{
+		0: "STATUS_UNSPECIFIED",
+		1: "STATUS_COMPLETED",
+		2: "STATUS_ABORTED",
+		3: "STATUS_TIMEOUT",
+		4: "STATUS_CRASH",
+		5: "STATUS_INTERRUPTED",
+		6: "STATUS_REFUSED",
+	}
+	Status_value = map[string]int32{
+		"STATUS_UNSPECIFIED": 0,
+		"STATUS_COMPLETED":   1,
+		"STATUS_ABORTED":     2,
+		"STATUS_TIMEOUT":     3,
+		"STATUS_CRASH":       4,
+		"STATUS_INTERRUPTED": 5,
+		"STATUS_REFUSED":     6,
+	}
+)
+
+func (x Status) Enum() *Status {
+	p := new(Status)
+	*p = x
+	return p
+}
+
+func (x Status) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Status) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[0].Descriptor()
+}
+
+func (Status) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[0]
+}
+
+func (x Status) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Status.Descriptor instead.
+func (Status) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{0}
+}
+
+// RefusalCode says why a worker refused an attempt (session.Code).
+type RefusalCode int32
+
+const (
+	RefusalCode_REFUSAL_CODE_UNSPECIFIED    RefusalCode = 0 // every outcome but a refused one
+	RefusalCode_REFUSAL_CODE_STILL_RUNNING  RefusalCode = 1
+	RefusalCode_REFUSAL_CODE_MALFORMED      RefusalCode = 2
+	RefusalCode_REFUSAL_CODE_HEADER_CHANGED RefusalCode = 3
+	RefusalCode_REFUSAL_CODE_CREATE_FAILED  RefusalCode = 4
+)
+
+// Enum value maps for RefusalCode.
+var (
+	RefusalCode_name = map[int32]string{
+		0: "REFUSAL_CODE_UNSPECIFIED",
+		1: "REFUSAL_CODE_STILL_RUNNING",
+		2: "REFUSAL_CODE_MALFORMED",
+		3: "REFUSAL_CODE_HEADER_CHANGED",
+		4: "REFUSAL_CODE_CREATE_FAILED",
+	}
+	RefusalCode_value = map[string]int32{
+		"REFUSAL_CODE_UNSPECIFIED":    0,
+		"REFUSAL_CODE_STILL_RUNNING":  1,
+		"REFUSAL_CODE_MALFORMED":      2,
+		"REFUSAL_CODE_HEADER_CHANGED": 3,
+		"REFUSAL_CODE_CREATE_FAILED":  4,
+	}
+)
+
+func (x RefusalCode) Enum() *RefusalCode {
+	p := new(RefusalCode)
+	*p = x
+	return p
+}
+
+func (x RefusalCode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RefusalCode) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[1].Descriptor()
+}
+
+func (RefusalCode) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[1]
+}
+
+func (x RefusalCode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RefusalCode.Descriptor instead.
+func (RefusalCode) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{1}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -381,10 +501,10 @@ func (x *Run) GetSpec() []byte {
 // Cancel asks the worker to stop at the next safe point.
 type Cancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status the attempt should end with: "aborted", "timeout", or
-	// "interrupted" when the supervisor stops it as host lost (its client
-	// went away).
-	Status        string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// status the attempt should end with: aborted, timeout, crash (a hung
+	// worker), or interrupted when the supervisor stops it as host lost (its
+	// client went away).
+	Status        Status `protobuf:"varint,3,opt,name=status,proto3,enum=ink.ipc.v1.Status" json:"status,omitempty"`
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -420,11 +540,11 @@ func (*Cancel) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *Cancel) GetStatus() string {
+func (x *Cancel) GetStatus() Status {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return Status_STATUS_UNSPECIFIED
 }
 
 func (x *Cancel) GetReason() string {
@@ -838,8 +958,12 @@ func (x *Usage) GetIncomplete() bool {
 // Outcome ends the attempt.
 type Outcome struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status: completed | aborted | timeout | crash | interrupted
-	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// status: completed, aborted, timeout, crash, interrupted or refused.
+	Status Status `protobuf:"varint,10,opt,name=status,proto3,enum=ink.ipc.v1.Status" json:"status,omitempty"`
+	// code says why a refused attempt was refused; unspecified otherwise.
+	Code RefusalCode `protobuf:"varint,11,opt,name=code,proto3,enum=ink.ipc.v1.RefusalCode" json:"code,omitempty"`
+	// reason says in words how the attempt ended (for a refusal, without
+	// its code).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// text is this attempt's final assistant text (attempt-scoped).
 	Text      string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
@@ -886,11 +1010,18 @@ func (*Outcome) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *Outcome) GetStatus() string {
+func (x *Outcome) GetStatus() Status {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *Outcome) GetCode() RefusalCode {
+	if x != nil {
+		return x.Code
+	}
+	return RefusalCode_REFUSAL_CODE_UNSPECIFIED
 }
 
 func (x *Outcome) GetReason() string {
@@ -972,10 +1103,10 @@ const file_worker_proto_rawDesc = "" +
 	"\tremaining\x18\x01 \x01(\x03R\tremaining\"\x05\n" +
 	"\x03Ack\"\x19\n" +
 	"\x03Run\x12\x12\n" +
-	"\x04spec\x18\x01 \x01(\fR\x04spec\"8\n" +
-	"\x06Cancel\x12\x16\n" +
-	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb4\x01\n" +
+	"\x04spec\x18\x01 \x01(\fR\x04spec\"R\n" +
+	"\x06Cancel\x12*\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x12.ink.ipc.v1.StatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reasonJ\x04\b\x01\x10\x02\"\xb4\x01\n" +
 	"\n" +
 	"TaskAnswer\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\tR\rcorrelationId\x12\x18\n" +
@@ -1008,9 +1139,11 @@ const file_worker_proto_rawDesc = "" +
 	"cacheWrite\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\x05 \x01(\bR\n" +
-	"incomplete\"\xf1\x01\n" +
-	"\aOutcome\x12\x16\n" +
-	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
+	"incomplete\"\xb8\x02\n" +
+	"\aOutcome\x12*\n" +
+	"\x06status\x18\n" +
+	" \x01(\x0e2\x12.ink.ipc.v1.StatusR\x06status\x12+\n" +
+	"\x04code\x18\v \x01(\x0e2\x17.ink.ipc.v1.RefusalCodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x14\n" +
 	"\x05turns\x18\x04 \x01(\x03R\x05turns\x12'\n" +
@@ -1019,7 +1152,21 @@ const file_worker_proto_rawDesc = "" +
 	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x16\n" +
 	"\x06health\x18\b \x03(\tR\x06health\x12\x16\n" +
-	"\x06capped\x18\t \x01(\tR\x06capped2{\n" +
+	"\x06capped\x18\t \x01(\tR\x06cappedJ\x04\b\x01\x10\x02*\x9c\x01\n" +
+	"\x06Status\x12\x16\n" +
+	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10STATUS_COMPLETED\x10\x01\x12\x12\n" +
+	"\x0eSTATUS_ABORTED\x10\x02\x12\x12\n" +
+	"\x0eSTATUS_TIMEOUT\x10\x03\x12\x10\n" +
+	"\fSTATUS_CRASH\x10\x04\x12\x16\n" +
+	"\x12STATUS_INTERRUPTED\x10\x05\x12\x12\n" +
+	"\x0eSTATUS_REFUSED\x10\x06*\xa8\x01\n" +
+	"\vRefusalCode\x12\x1c\n" +
+	"\x18REFUSAL_CODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aREFUSAL_CODE_STILL_RUNNING\x10\x01\x12\x1a\n" +
+	"\x16REFUSAL_CODE_MALFORMED\x10\x02\x12\x1f\n" +
+	"\x1bREFUSAL_CODE_HEADER_CHANGED\x10\x03\x12\x1e\n" +
+	"\x1aREFUSAL_CODE_CREATE_FAILED\x10\x042{\n" +
 	"\x06Worker\x126\n" +
 	"\x04Info\x12\x17.ink.ipc.v1.InfoRequest\x1a\x15.ink.ipc.v1.InfoReply\x129\n" +
 	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01B'Z%github.com/inkdev/ink/ipc/internal/pbb\x06proto3"
@@ -1036,41 +1183,47 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
+var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_worker_proto_goTypes = []any{
-	(*InfoRequest)(nil), // 0: ink.ipc.v1.InfoRequest
-	(*InfoReply)(nil),   // 1: ink.ipc.v1.InfoReply
-	(*HostMsg)(nil),     // 2: ink.ipc.v1.HostMsg
-	(*Budget)(nil),      // 3: ink.ipc.v1.Budget
-	(*Ack)(nil),         // 4: ink.ipc.v1.Ack
-	(*Run)(nil),         // 5: ink.ipc.v1.Run
-	(*Cancel)(nil),      // 6: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),  // 7: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),   // 8: ink.ipc.v1.WorkerMsg
-	(*Event)(nil),       // 9: ink.ipc.v1.Event
-	(*TaskRequest)(nil), // 10: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),       // 11: ink.ipc.v1.Usage
-	(*Outcome)(nil),     // 12: ink.ipc.v1.Outcome
+	(Status)(0),         // 0: ink.ipc.v1.Status
+	(RefusalCode)(0),    // 1: ink.ipc.v1.RefusalCode
+	(*InfoRequest)(nil), // 2: ink.ipc.v1.InfoRequest
+	(*InfoReply)(nil),   // 3: ink.ipc.v1.InfoReply
+	(*HostMsg)(nil),     // 4: ink.ipc.v1.HostMsg
+	(*Budget)(nil),      // 5: ink.ipc.v1.Budget
+	(*Ack)(nil),         // 6: ink.ipc.v1.Ack
+	(*Run)(nil),         // 7: ink.ipc.v1.Run
+	(*Cancel)(nil),      // 8: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),  // 9: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),   // 10: ink.ipc.v1.WorkerMsg
+	(*Event)(nil),       // 11: ink.ipc.v1.Event
+	(*TaskRequest)(nil), // 12: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),       // 13: ink.ipc.v1.Usage
+	(*Outcome)(nil),     // 14: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	5,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	6,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	7,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	4,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	3,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
-	9,  // 5: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	10, // 6: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	12, // 7: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	11, // 8: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	0,  // 9: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	2,  // 10: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	1,  // 11: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	8,  // 12: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	7,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	8,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	9,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	6,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	5,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	0,  // 5: ink.ipc.v1.Cancel.status:type_name -> ink.ipc.v1.Status
+	11, // 6: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	12, // 7: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	14, // 8: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	0,  // 9: ink.ipc.v1.Outcome.status:type_name -> ink.ipc.v1.Status
+	1,  // 10: ink.ipc.v1.Outcome.code:type_name -> ink.ipc.v1.RefusalCode
+	13, // 11: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	2,  // 12: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	4,  // 13: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	3,  // 14: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	10, // 15: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	14, // [14:16] is the sub-list for method output_type
+	12, // [12:14] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -1095,13 +1248,14 @@ func file_worker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_worker_proto_goTypes,
 		DependencyIndexes: file_worker_proto_depIdxs,
+		EnumInfos:         file_worker_proto_enumTypes,
 		MessageInfos:      file_worker_proto_msgTypes,
 	}.Build()
 	File_worker_proto = out.File
