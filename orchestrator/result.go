@@ -126,7 +126,7 @@ func composeResult(in resultInput) (string, bool) {
 	hasText := strings.TrimSpace(in.Text) != ""
 	isError := false
 	switch in.Status {
-	case "completed":
+	case StatusCompleted:
 		switch {
 		case hasText:
 			b.WriteString(shownAnswer(in))
@@ -139,7 +139,7 @@ func composeResult(in resultInput) (string, bool) {
 		default:
 			b.WriteString("(subagent completed with no output)")
 		}
-	case "crash":
+	case StatusCrash:
 		if hasText {
 			b.WriteString(shownAnswer(in))
 			fmt.Fprintf(&b, "\n\n[task] child failed after %s: %s; partial result above.", Turns(in.Turns), in.Reason)
@@ -147,10 +147,10 @@ func composeResult(in resultInput) (string, bool) {
 			isError = true
 			fmt.Fprintf(&b, "task failed after %s: %s.", Turns(in.Turns), in.Reason)
 		}
-	case "timeout":
+	case StatusTimeout:
 		isError = true
 		fmt.Fprintf(&b, "task timed out after %s (%s ran).", in.Timeout, Turns(in.Turns))
-	case "interrupted":
+	case StatusInterrupted:
 		isError = true
 		fmt.Fprintf(&b, "task interrupted after %s: %s.", Turns(in.Turns), in.Reason)
 	default: // aborted
@@ -175,7 +175,7 @@ func composeResult(in resultInput) (string, bool) {
 		b.WriteString("\n")
 		b.WriteString(resumeHint(in.ChildID, in.Shell, in.Command))
 	}
-	if isError || in.Status == "crash" {
+	if isError || in.Status == StatusCrash {
 		b.WriteString("\n")
 		if in.Transcript != "" {
 			fmt.Fprintf(&b, "work is preserved in the full transcript:\n  %s\n", in.Transcript)
@@ -208,7 +208,7 @@ func cappedWhy(capped string) string {
 // when longer; "" when the result carries no answer (no text, or a status
 // whose result is a failure message).
 func shownAnswer(in resultInput) string {
-	if strings.TrimSpace(in.Text) == "" || (in.Status != "completed" && in.Status != "crash") {
+	if strings.TrimSpace(in.Text) == "" || (in.Status != StatusCompleted && in.Status != StatusCrash) {
 		return ""
 	}
 	kept, dropped := truncateTail(in.Text, maxResultBytes)

@@ -40,8 +40,8 @@ const (
 	// StatusUnfinished: a transcript's last attempt started and recorded no
 	// end (listings only): it runs, or its worker died.
 	StatusUnfinished Status = "unfinished"
-	// StatusFailed: a task of a tasks list that produced no result of its
-	// own (MCP results only).
+	// StatusFailed: a task of a tasks list that produced no record of its
+	// own (a batch's summary lines, MCP results).
 	StatusFailed Status = "failed"
 )
 
