@@ -157,9 +157,9 @@ type TaskEnd struct {
 	Worktree   *session.WorktreeOutcome `json:"worktree,omitempty"`
 	Health     []string                 `json:"health,omitempty"`
 	Background bool                     `json:"background,omitempty"`
-	// Capped is "turns" or "budget" when a cap stopped the child and its
-	// answer is a wrap-up, not a confirmed completion (as its TaskRecord).
-	Capped string `json:"capped,omitempty"`
+	// Capped is the cap that stopped the child, if one did: its answer is
+	// a wrap-up, not a confirmed completion (as its TaskRecord).
+	Capped session.Cap `json:"capped,omitempty"`
 }
 
 // RunEnd closes a run. Usage holds every agent's, by display label.

@@ -122,7 +122,7 @@ func workerToPB(m WorkerMsg) (*pb.WorkerMsg, error) {
 		return &pb.WorkerMsg{Msg: &pb.WorkerMsg_Outcome{Outcome: &pb.Outcome{
 			Status: statusToPB[v.Status], Code: codeToPB[v.Code], Reason: v.Reason, Text: v.Text, Turns: int64(v.Turns),
 			Usage:     &pb.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Incomplete: u.Incomplete},
-			AttemptId: v.AttemptID, Epoch: v.Epoch, Health: v.Health, Capped: v.Capped,
+			AttemptId: v.AttemptID, Epoch: v.Epoch, Health: v.Health, Capped: capToPB[v.Capped],
 		}}}, nil
 	}
 	return nil, fmt.Errorf("ipc: cannot send %T to the host", m)
@@ -149,10 +149,14 @@ func workerFromPB(m *pb.WorkerMsg) (WorkerMsg, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode outcome: %w", err)
 		}
+		capped, err := capFromPB(o.GetCapped())
+		if err != nil {
+			return nil, fmt.Errorf("decode outcome: %w", err)
+		}
 		out := Outcome{
 			Status: st, Code: code, Reason: o.GetReason(), Text: o.GetText(), Turns: int(o.GetTurns()),
 			Usage:     model.Usage{Input: u.GetInput(), Output: u.GetOutput(), CacheRead: u.GetCacheRead(), CacheWrite: u.GetCacheWrite(), Incomplete: u.GetIncomplete()},
-			AttemptID: o.GetAttemptId(), Epoch: o.GetEpoch(), Health: o.GetHealth(), Capped: o.GetCapped(),
+			AttemptID: o.GetAttemptId(), Epoch: o.GetEpoch(), Health: o.GetHealth(), Capped: capped,
 		}
 		if err := out.Validate(); err != nil {
 			return nil, fmt.Errorf("decode outcome: %w", err)
@@ -207,4 +211,22 @@ func codeFromPB(v pb.RefusalCode) (session.Code, error) {
 		}
 	}
 	return "", fmt.Errorf("unknown refusal code %d on the wire; the ink binary may have changed underneath", int32(v))
+}
+
+// capToPB maps each cap to its enum value ("" is CAP_NONE).
+var capToPB = map[session.Cap]pb.Cap{
+	"":                   pb.Cap_CAP_NONE,
+	session.CappedTurns:  pb.Cap_CAP_TURNS,
+	session.CappedBudget: pb.Cap_CAP_BUDGET,
+}
+
+// capFromPB is the cap of a wire value; a value this ink does not know is
+// an error.
+func capFromPB(v pb.Cap) (session.Cap, error) {
+	for c, p := range capToPB {
+		if p == v {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("unknown cap %d on the wire; the ink binary may have changed underneath", int32(v))
 }

@@ -39,11 +39,11 @@
 // collect before it ends. A Cancel whose status is interrupted stops the
 // worker as host lost, as if its supervisor had died.
 //
-// Statuses and refusal codes are session.Status and session.Code in Go and
-// the enums Status and RefusalCode on the wire (protocol 5); convert.go maps
-// them, refuses to send one a message may not carry, and answers an
-// unspecified or unknown value with an error, never a guess. A refused
-// Outcome carries its Code beside its Reason.
+// Statuses, refusal codes and caps are session.Status, session.Code and
+// session.Cap in Go and the enums Status, RefusalCode and Cap on the wire
+// (protocol 5); convert.go maps them, refuses to send one a message may
+// not carry, and answers an unspecified or unknown value with an error,
+// never a guess. A refused Outcome carries its Code beside its Reason.
 //
 // # Regenerating ipc/pb
 //

@@ -120,13 +120,13 @@ type Outcome struct {
 	Epoch     int64
 	// Health holds the attempt's health observations, one line each.
 	Health []string
-	// Capped says why the attempt was wrapped up before it was done
-	// ("turns" or "budget"), or is empty.
-	Capped string
+	// Capped says which cap wrapped the attempt up before it was done, or
+	// is empty.
+	Capped session.Cap
 }
 
-// Validate checks o's closed sets: a status an outcome may carry, and a
-// refusal code exactly when it is refused.
+// Validate checks o's closed sets: a status an outcome may carry, a
+// refusal code exactly when it is refused, and a known cap.
 func (o Outcome) Validate() error {
 	switch {
 	case !o.Status.EndsAttempt() && o.Status != session.StatusRefused:
@@ -135,6 +135,8 @@ func (o Outcome) Validate() error {
 		return fmt.Errorf("refused outcome has refusal code %q, want one of %s", o.Code, codeList(session.RefusalCodes))
 	case o.Status != session.StatusRefused && o.Code != "":
 		return fmt.Errorf("%s outcome carries refusal code %q; only a refused one has a code", o.Status, o.Code)
+	case !o.Capped.Known():
+		return fmt.Errorf("outcome has cap %q, want turns, budget or none", o.Capped)
 	}
 	return nil
 }

@@ -185,6 +185,24 @@ func TestStatusesOnTheWire(t *testing.T) {
 			t.Errorf("refusal %s came back as %#v, %v", c, back, err)
 		}
 	}
+	for _, c := range []session.Cap{"", session.CappedTurns, session.CappedBudget} {
+		m, err := workerToPB(Outcome{Status: session.StatusCompleted, Capped: c})
+		if err != nil {
+			t.Fatalf("cap %q: %v", c, err)
+		}
+		if back, err := workerFromPB(m); err != nil || back.(Outcome).Capped != c {
+			t.Errorf("cap %q came back as %#v, %v", c, back, err)
+		}
+	}
+	if _, err := workerToPB(Outcome{Status: session.StatusCompleted, Capped: "tokens"}); err == nil || !strings.Contains(err.Error(), `outcome has cap "tokens"`) {
+		t.Errorf("an unknown cap was sent: %v", err)
+	}
+	if _, err := workerFromPB(&pb.WorkerMsg{Msg: &pb.WorkerMsg_Outcome{Outcome: &pb.Outcome{Status: pb.Status_STATUS_COMPLETED, Capped: 7}}}); err == nil || !strings.Contains(err.Error(), "decode outcome: unknown cap 7 on the wire") {
+		t.Errorf("an unknown cap was decoded: %v", err)
+	}
+	if len(capToPB) != len(pb.Cap_name) {
+		t.Errorf("the Cap enum of worker.proto has %d values, convert.go maps %d", len(pb.Cap_name), len(capToPB))
+	}
 	if len(statusToPB) != len(pb.Status_name)-1 || len(codeToPB) != len(pb.RefusalCode_name)-1 {
 		t.Errorf("the enums of worker.proto and the maps of convert.go differ: %d/%d statuses, %d/%d codes",
 			len(statusToPB), len(pb.Status_name)-1, len(codeToPB), len(pb.RefusalCode_name)-1)

@@ -38,7 +38,7 @@ type ChildResult struct {
 	Text    string         `json:"text,omitempty" jsonschema:"the child's answer: its final message (its last 50KB when it was longer)"`
 	Notes   string         `json:"notes,omitempty" jsonschema:"the rest of the result: what went wrong, caps and health observations, what became of its worktree, its usage and how to continue it"`
 	Reason  string         `json:"reason,omitempty" jsonschema:"why the child ended as it did, when it did not complete"`
-	Capped  string         `json:"capped,omitempty" jsonschema:"turns or budget: a cap stopped the child and text is its wrap-up answer, not a confirmed completion"`
+	Capped  session.Cap    `json:"capped,omitempty" jsonschema:"turns or budget: a cap stopped the child and text is its wrap-up answer, not a confirmed completion"`
 	Turns   int            `json:"turns" jsonschema:"model turns the child ran in this attempt"`
 	Usage   *Usage         `json:"usage,omitempty" jsonschema:"tokens the child spent in this attempt"`
 	// Worktree is what became of the child's worktree.
@@ -128,9 +128,11 @@ type AgentInfo struct {
 }
 
 // typeSchemas are the schemas of the closed sets the results carry: a
-// status is one of session.Statuses, so a client can branch on it.
+// status is one of session.Statuses and a cap turns or budget, so a client
+// can branch on them.
 var typeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[session.Status](): {Type: "string", Enum: enumOf(session.Statuses)},
+	reflect.TypeFor[session.Cap]():    {Type: "string", Enum: enumOf([]session.Cap{session.CappedTurns, session.CappedBudget})},
 }
 
 // enumOf is vs as a schema's enum.

@@ -30,6 +30,9 @@ func TestStatusSchemaIsAnEnum(t *testing.T) {
 	if st == nil || st.Type != "string" || !slices.Equal(st.Enum, want) || !strings.HasPrefix(st.Description, "completed, aborted") {
 		t.Fatalf("task's status schema = %+v", st)
 	}
+	if c := task.Properties["tasks"].Items.Properties["capped"]; c == nil || !slices.Equal(c.Enum, []any{"turns", "budget"}) || !strings.HasPrefix(c.Description, "turns or budget") {
+		t.Fatalf("task's capped schema = %+v", c)
+	}
 	status, err := jsonschema.For[StatusOutput](&jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {
 		t.Fatal(err)

@@ -94,10 +94,10 @@ type resultInput struct {
 	Transcript    string // path when the transcript exists, else ""
 	Prompt        string // the task's prompt, for the handoff
 	WorktreeLines []string
-	ExtraLines    []string // repair notes, lifetime line, …
-	Health        []string // health observations
-	Capped        string   // "turns" or "budget" when the child was wrapped up early
-	MaxTurns      int      // the turn cap it ran under (for a "turns" cap)
+	ExtraLines    []string    // repair notes, lifetime line, …
+	Health        []string    // health observations
+	Capped        session.Cap // the cap that wrapped the child up early, if one did
+	MaxTurns      int         // the turn cap it ran under (for a "turns" cap)
 	// Shell selects hints for a person at a shell (`ink task --resume`)
 	// rather than for a model (`task({resume: …})`).
 	Shell bool
@@ -190,14 +190,14 @@ func composeResult(in resultInput) (string, bool) {
 
 // cappedLine says that a child's answer is a wrap-up, not a completion.
 func cappedLine(in resultInput) string {
-	if in.Capped == "budget" {
+	if in.Capped == session.CappedBudget {
 		return "[task] the run's token budget ran out; this is the child's wrap-up answer, not a confirmed completion."
 	}
 	return fmt.Sprintf("[task] hit the %d-turn cap; this is the child's wrap-up answer, not a confirmed completion.", cmp.Or(in.MaxTurns, in.Turns))
 }
 
-func cappedWhy(capped string) string {
-	if capped == "budget" {
+func cappedWhy(capped session.Cap) string {
+	if capped == session.CappedBudget {
 		return "the run's token budget ran out"
 	}
 	return "it hit its turn cap"

@@ -120,7 +120,7 @@ type attemptResult struct {
 	Epoch     int64
 	Pid       int
 	Health    []string
-	Capped    string
+	Capped    session.Cap
 	// Launched is false when no worker process ever started.
 	Launched bool
 }
@@ -288,7 +288,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 				res.Status, res.Code, res.Reason, res.Text = m.Status, m.Code, m.Reason, m.Text
 				res.Turns, res.Epoch, res.Usage = m.Turns, m.Epoch, m.Usage
 				res.Health, res.Capped = m.Health, m.Capped
-				if m.Capped == "budget" {
+				if m.Capped == session.CappedBudget {
 					o.budget.land()
 				}
 				cancelChildren(errors.New("the parent attempt ended"))

@@ -51,7 +51,7 @@ type AttemptEntry struct {
 	FinalText string `json:"finalText,omitempty"`
 	// Capped (end only) is CappedTurns or CappedBudget when the attempt was
 	// stopped by a cap and FinalText is its wrap-up answer.
-	Capped string `json:"capped,omitempty"`
+	Capped Cap `json:"capped,omitempty"`
 	// Health (end only) lists the health watch's observations.
 	Health []string `json:"health,omitempty"`
 	// Lifetime (end only) sums every attempt of the transcript, this one
@@ -139,7 +139,8 @@ func decodeEntry(line []byte) (Entry, error) {
 		var a AttemptEntry
 		if err := json.Unmarshal(line, &a); err != nil {
 			var unknown *UnknownStatusError
-			if errors.As(err, &unknown) {
+			var unknownCap *UnknownCapError
+			if errors.As(err, &unknown) || errors.As(err, &unknownCap) {
 				return Entry{}, fmt.Errorf("attempt entry: %w", err)
 			}
 			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
@@ -214,7 +215,7 @@ func validateAttempt(a AttemptEntry) error {
 	if a.Turns < 0 || a.FinalTextLen < 0 {
 		return errors.New("attempt entry has a negative count")
 	}
-	if a.Capped != "" && a.Capped != CappedTurns && a.Capped != CappedBudget {
+	if !a.Capped.Known() {
 		return fmt.Errorf("attempt entry has capped %q, want turns or budget", a.Capped)
 	}
 	return nil

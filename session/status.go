@@ -107,3 +107,45 @@ func statusList(ss []Status) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Cap says which cap stopped an agent early, so that its text is a wrap-up
+// answer and not a confirmed completion (TaskRecord.Capped,
+// AttemptEntry.Capped, ipc.Outcome.Capped); "" when none did. Like Status it
+// is the same string on disk it always was, and an unknown one does not
+// decode (*UnknownCapError).
+type Cap string
+
+// The caps.
+const (
+	// CappedTurns: the agent reached its turn cap.
+	CappedTurns Cap = "turns"
+	// CappedBudget: the tree's token budget was nearly spent.
+	CappedBudget Cap = "budget"
+)
+
+// Known reports whether c is "" (no cap) or one of the caps.
+func (c Cap) Known() bool {
+	return c == "" || c == CappedTurns || c == CappedBudget
+}
+
+// UnmarshalText accepts "" and every cap, and refuses anything else with an
+// *UnknownCapError.
+func (c *Cap) UnmarshalText(text []byte) error {
+	v := Cap(text)
+	if !v.Known() {
+		return &UnknownCapError{Value: string(text)}
+	}
+	*c = v
+	return nil
+}
+
+// UnknownCapError is a cap this ink does not know, read from a file or the
+// wire.
+type UnknownCapError struct {
+	Value string
+}
+
+// Error says what was read and what ink knows.
+func (e *UnknownCapError) Error() string {
+	return fmt.Sprintf("unknown capped value %q (this ink knows %s, %s); was it written by another version of ink?", e.Value, CappedTurns, CappedBudget)
+}

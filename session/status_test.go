@@ -112,6 +112,9 @@ func TestGoldenStatusesReadTyped(t *testing.T) {
 	if len(recs) != 1 || recs[0] != StatusCompleted {
 		t.Errorf("task record statuses = %v, want [completed]", recs)
 	}
+	if end, ok := tr.LastAttemptEnd(); !ok || end.Capped != CappedTurns {
+		t.Errorf("the golden attempt end's cap = %+v, want turns", end)
+	}
 }
 
 // TestStatusSets: which statuses end an attempt and which a TaskRecord
@@ -140,5 +143,28 @@ func TestStatusSets(t *testing.T) {
 	}
 	if len(Statuses) != 10 {
 		t.Errorf("Statuses has %d values; a new one needs its place in EndsAttempt, OfTaskRecord and the wire", len(Statuses))
+	}
+}
+
+// TestCapClosedSet: a cap is the same JSON string as before, and one ink
+// does not know is refused in a transcript line and a task record.
+func TestCapClosedSet(t *testing.T) {
+	t.Parallel()
+	for _, c := range []Cap{"", CappedTurns, CappedBudget} {
+		var back Cap
+		if err := json.Unmarshal([]byte(`"`+string(c)+`"`), &back); err != nil || back != c || !c.Known() {
+			t.Errorf("cap %q: %q, %v", c, back, err)
+		}
+	}
+	var unknown *UnknownCapError
+	end := []byte(`{"type":"attempt","id":"e2","phase":"end","attemptId":"a1","time":"2026-11-30T12:01:00Z","status":"completed","capped":"tokens","finalTextLen":0}`)
+	if _, err := decodeEntry(end); !errors.As(err, &unknown) || !strings.Contains(err.Error(), `attempt entry: unknown capped value "tokens" (this ink knows turns, budget)`) {
+		t.Errorf("attempt end with an unknown cap: %v", err)
+	}
+	if _, err := ParseTaskRecord(patchJSON(t, "task.json", map[string]any{"capped": "tokens"})); !errors.As(err, &unknown) {
+		t.Errorf("task record with an unknown cap: %v", err)
+	}
+	if r, err := ParseTaskRecord(patchJSON(t, "task.json", map[string]any{"capped": "budget"})); err != nil || r.Capped != CappedBudget {
+		t.Errorf("task record capped budget: %+v, %v", r.Capped, err)
 	}
 }

@@ -45,18 +45,12 @@ type TaskRecord struct {
 	// Capped says that the child was stopped by a cap and its text is a
 	// wrap-up answer, not a confirmed completion: CappedTurns (its turn
 	// cap) or CappedBudget (the tree's token budget).
-	Capped string `json:"capped,omitempty"`
+	Capped Cap `json:"capped,omitempty"`
 	// Health lists what the health watch observed during the attempt (a
 	// call repeated turn after turn, edits failing again and again, a tool
 	// open too long), one line each. Observations, not verdicts.
 	Health []string `json:"health,omitempty"`
 }
-
-// Caps a child can be stopped by (TaskRecord.Capped, AttemptEntry.Capped).
-const (
-	CappedTurns  = "turns"
-	CappedBudget = "budget"
-)
 
 // TranscriptRef says where the child's transcript is, or why there is none.
 type TranscriptRef struct {
@@ -147,7 +141,7 @@ func (r TaskRecord) Validate() error {
 	if u := r.Usage; u != nil && (u.Input < 0 || u.Output < 0 || u.CacheRead < 0 || u.CacheWrite < 0) {
 		bad("usage has a negative count")
 	}
-	if r.Capped != "" && r.Capped != CappedTurns && r.Capped != CappedBudget {
+	if !r.Capped.Known() {
 		bad("capped %q is not one of turns, budget", r.Capped)
 	}
 	for _, h := range r.Health {

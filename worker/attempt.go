@@ -42,8 +42,14 @@ type outcome struct {
 	Turns  int
 	Usage  model.Usage
 	Epoch  int64
-	Capped string   // loop.CappedTurns or CappedBudget: Text is a wrap-up answer
-	Health []string // the loop's health observations
+	Capped session.Cap // a cap wrapped the attempt up: Text is a wrap-up answer
+	Health []string    // the loop's health observations
+}
+
+// capOf is the session.Cap of a loop result's Capped (loop.CappedTurns,
+// loop.CappedBudget or ""): the loop names its caps with the same words.
+func capOf(loopCap string) session.Cap {
+	return session.Cap(loopCap)
 }
 
 // stopReason is the first reason an attempt was asked to stop; later ones
@@ -433,7 +439,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if runErr == nil && slices.Contains(sp.Tools, "task") {
 		res, runErr = a.collectBackground(ctx, w, l, view, res, &turnBase, run)
 	}
-	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: session.StatusCompleted, Capped: res.Capped, Health: res.Health}
+	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: session.StatusCompleted, Capped: capOf(res.Capped), Health: res.Health}
 	if runErr != nil {
 		switch {
 		case ctx.Err() != nil && a.stop.status != "":

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
@@ -170,5 +171,15 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	}
 	if ev, ok := stream.sent[0].(ipc.Event); !ok || ev.Body.Kind() != "warning" {
 		t.Fatalf("want one warning event, got %v", stream.sent)
+	}
+}
+
+// TestLoopCapsAreSessionCaps: the loop's caps become the outcome's by the
+// same word, so the two vocabularies cannot drift apart unnoticed.
+func TestLoopCapsAreSessionCaps(t *testing.T) {
+	for loopCap, want := range map[string]session.Cap{"": "", loop.CappedTurns: session.CappedTurns, loop.CappedBudget: session.CappedBudget} {
+		if got := capOf(loopCap); got != want || !got.Known() {
+			t.Errorf("capOf(%q) = %q, want %q", loopCap, got, want)
+		}
 	}
 }

@@ -144,6 +144,56 @@ func (RefusalCode) EnumDescriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{1}
 }
 
+// Cap says which cap wrapped an attempt up early (session.Cap).
+type Cap int32
+
+const (
+	Cap_CAP_NONE   Cap = 0 // no cap: a completion or another end
+	Cap_CAP_TURNS  Cap = 1
+	Cap_CAP_BUDGET Cap = 2
+)
+
+// Enum value maps for Cap.
+var (
+	Cap_name = map[int32]string{
+		0: "CAP_NONE",
+		1: "CAP_TURNS",
+		2: "CAP_BUDGET",
+	}
+	Cap_value = map[string]int32{
+		"CAP_NONE":   0,
+		"CAP_TURNS":  1,
+		"CAP_BUDGET": 2,
+	}
+)
+
+func (x Cap) Enum() *Cap {
+	p := new(Cap)
+	*p = x
+	return p
+}
+
+func (x Cap) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Cap) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[2].Descriptor()
+}
+
+func (Cap) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[2]
+}
+
+func (x Cap) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Cap.Descriptor instead.
+func (Cap) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{2}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -973,9 +1023,8 @@ type Outcome struct {
 	Epoch     int64  `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// health holds the attempt's health observations, one line each.
 	Health []string `protobuf:"bytes,8,rep,name=health,proto3" json:"health,omitempty"`
-	// capped says why the attempt was wrapped up early ("turns", "budget"),
-	// or is empty.
-	Capped        string `protobuf:"bytes,9,opt,name=capped,proto3" json:"capped,omitempty"`
+	// capped says which cap wrapped the attempt up early, if one did.
+	Capped        Cap `protobuf:"varint,12,opt,name=capped,proto3,enum=ink.ipc.v1.Cap" json:"capped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1073,11 +1122,11 @@ func (x *Outcome) GetHealth() []string {
 	return nil
 }
 
-func (x *Outcome) GetCapped() string {
+func (x *Outcome) GetCapped() Cap {
 	if x != nil {
 		return x.Capped
 	}
-	return ""
+	return Cap_CAP_NONE
 }
 
 var File_worker_proto protoreflect.FileDescriptor
@@ -1139,7 +1188,7 @@ const file_worker_proto_rawDesc = "" +
 	"cacheWrite\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\x05 \x01(\bR\n" +
-	"incomplete\"\xb8\x02\n" +
+	"incomplete\"\xcf\x02\n" +
 	"\aOutcome\x12*\n" +
 	"\x06status\x18\n" +
 	" \x01(\x0e2\x12.ink.ipc.v1.StatusR\x06status\x12+\n" +
@@ -1151,8 +1200,9 @@ const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x16\n" +
-	"\x06health\x18\b \x03(\tR\x06health\x12\x16\n" +
-	"\x06capped\x18\t \x01(\tR\x06cappedJ\x04\b\x01\x10\x02*\x9c\x01\n" +
+	"\x06health\x18\b \x03(\tR\x06health\x12'\n" +
+	"\x06capped\x18\f \x01(\x0e2\x0f.ink.ipc.v1.CapR\x06cappedJ\x04\b\x01\x10\x02J\x04\b\t\x10\n" +
+	"*\x9c\x01\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATUS_COMPLETED\x10\x01\x12\x12\n" +
@@ -1166,7 +1216,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x1aREFUSAL_CODE_STILL_RUNNING\x10\x01\x12\x1a\n" +
 	"\x16REFUSAL_CODE_MALFORMED\x10\x02\x12\x1f\n" +
 	"\x1bREFUSAL_CODE_HEADER_CHANGED\x10\x03\x12\x1e\n" +
-	"\x1aREFUSAL_CODE_CREATE_FAILED\x10\x042{\n" +
+	"\x1aREFUSAL_CODE_CREATE_FAILED\x10\x04*2\n" +
+	"\x03Cap\x12\f\n" +
+	"\bCAP_NONE\x10\x00\x12\r\n" +
+	"\tCAP_TURNS\x10\x01\x12\x0e\n" +
+	"\n" +
+	"CAP_BUDGET\x10\x022{\n" +
 	"\x06Worker\x126\n" +
 	"\x04Info\x12\x17.ink.ipc.v1.InfoRequest\x1a\x15.ink.ipc.v1.InfoReply\x129\n" +
 	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01B'Z%github.com/inkdev/ink/ipc/internal/pbb\x06proto3"
@@ -1183,47 +1238,49 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_worker_proto_goTypes = []any{
 	(Status)(0),         // 0: ink.ipc.v1.Status
 	(RefusalCode)(0),    // 1: ink.ipc.v1.RefusalCode
-	(*InfoRequest)(nil), // 2: ink.ipc.v1.InfoRequest
-	(*InfoReply)(nil),   // 3: ink.ipc.v1.InfoReply
-	(*HostMsg)(nil),     // 4: ink.ipc.v1.HostMsg
-	(*Budget)(nil),      // 5: ink.ipc.v1.Budget
-	(*Ack)(nil),         // 6: ink.ipc.v1.Ack
-	(*Run)(nil),         // 7: ink.ipc.v1.Run
-	(*Cancel)(nil),      // 8: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),  // 9: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),   // 10: ink.ipc.v1.WorkerMsg
-	(*Event)(nil),       // 11: ink.ipc.v1.Event
-	(*TaskRequest)(nil), // 12: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),       // 13: ink.ipc.v1.Usage
-	(*Outcome)(nil),     // 14: ink.ipc.v1.Outcome
+	(Cap)(0),            // 2: ink.ipc.v1.Cap
+	(*InfoRequest)(nil), // 3: ink.ipc.v1.InfoRequest
+	(*InfoReply)(nil),   // 4: ink.ipc.v1.InfoReply
+	(*HostMsg)(nil),     // 5: ink.ipc.v1.HostMsg
+	(*Budget)(nil),      // 6: ink.ipc.v1.Budget
+	(*Ack)(nil),         // 7: ink.ipc.v1.Ack
+	(*Run)(nil),         // 8: ink.ipc.v1.Run
+	(*Cancel)(nil),      // 9: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),  // 10: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),   // 11: ink.ipc.v1.WorkerMsg
+	(*Event)(nil),       // 12: ink.ipc.v1.Event
+	(*TaskRequest)(nil), // 13: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),       // 14: ink.ipc.v1.Usage
+	(*Outcome)(nil),     // 15: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	7,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	8,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	9,  // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	6,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	5,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	8,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	9,  // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	10, // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	7,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	6,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
 	0,  // 5: ink.ipc.v1.Cancel.status:type_name -> ink.ipc.v1.Status
-	11, // 6: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	12, // 7: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	14, // 8: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	12, // 6: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	13, // 7: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	15, // 8: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
 	0,  // 9: ink.ipc.v1.Outcome.status:type_name -> ink.ipc.v1.Status
 	1,  // 10: ink.ipc.v1.Outcome.code:type_name -> ink.ipc.v1.RefusalCode
-	13, // 11: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	2,  // 12: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	4,  // 13: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	3,  // 14: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	10, // 15: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	14, // [14:16] is the sub-list for method output_type
-	12, // [12:14] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 11: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	2,  // 12: ink.ipc.v1.Outcome.capped:type_name -> ink.ipc.v1.Cap
+	3,  // 13: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	5,  // 14: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	4,  // 15: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	11, // 16: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	15, // [15:17] is the sub-list for method output_type
+	13, // [13:15] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -1248,7 +1305,7 @@ func file_worker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
