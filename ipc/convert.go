@@ -188,15 +188,10 @@ var codeToPB = map[session.Code]pb.RefusalCode{
 // statusFromPB is the Status of a wire value; unspecified and values this
 // ink does not know are errors.
 func statusFromPB(v pb.Status) (session.Status, error) {
-	for s, p := range statusToPB {
-		if p == v {
-			return s, nil
-		}
-	}
 	if v == pb.Status_STATUS_UNSPECIFIED {
 		return "", errors.New("no status (the peer left it unspecified)")
 	}
-	return "", fmt.Errorf("unknown status %d on the wire; the ink binary may have changed underneath", int32(v))
+	return fromPB(statusToPB, v, "status")
 }
 
 // codeFromPB is the refusal code of a wire value: "" for unspecified, an
@@ -205,12 +200,7 @@ func codeFromPB(v pb.RefusalCode) (session.Code, error) {
 	if v == pb.RefusalCode_REFUSAL_CODE_UNSPECIFIED {
 		return "", nil
 	}
-	for c, p := range codeToPB {
-		if p == v {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("unknown refusal code %d on the wire; the ink binary may have changed underneath", int32(v))
+	return fromPB(codeToPB, v, "refusal code")
 }
 
 // capToPB maps each cap to its enum value ("" is CAP_NONE).
@@ -223,10 +213,16 @@ var capToPB = map[session.Cap]pb.Cap{
 // capFromPB is the cap of a wire value; a value this ink does not know is
 // an error.
 func capFromPB(v pb.Cap) (session.Cap, error) {
-	for c, p := range capToPB {
+	return fromPB(capToPB, v, "cap")
+}
+
+// fromPB is the Go value that toPB maps to the enum value v, or an error
+// naming what (a status, a cap) when none does.
+func fromPB[G ~string, P ~int32](toPB map[G]P, v P, what string) (G, error) {
+	for g, p := range toPB {
 		if p == v {
-			return c, nil
+			return g, nil
 		}
 	}
-	return "", fmt.Errorf("unknown cap %d on the wire; the ink binary may have changed underneath", int32(v))
+	return "", fmt.Errorf("unknown %s %d on the wire; the ink binary may have changed underneath", what, int32(v))
 }
