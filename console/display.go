@@ -74,8 +74,11 @@ type row struct {
 	turns    int
 	usage    model.Usage
 	lastTool string
-	status   string
-	queued   bool
+	// state is orchestrator.ChildQueued, ChildRunning or ChildEnded;
+	// status says how it ended.
+	state  string
+	status orchestrator.Status
+	queued bool
 }
 
 // NewDisplay returns a display writing to w; live selects redrawn rows.
@@ -177,15 +180,15 @@ func (d *Display) Handle(e event.Envelope) {
 	switch b := e.Body.(type) {
 	case event.RunStart:
 		r := d.rowFor(e.Agent)
-		r.status = "running"
+		r.state = orchestrator.ChildRunning
 		line = fmt.Sprintf("%s started (session %s, model %s)", e.Agent, e.Session, b.Model)
 	case event.TaskQueued:
 		r := d.rowFor(b.Child)
-		r.queued, r.status = true, "queued"
+		r.queued, r.state = true, orchestrator.ChildQueued
 		line = fmt.Sprintf("%s queued: the window of parallel children is full", b.Child)
 	case event.TaskStart:
 		r := d.rowFor(e.Agent)
-		r.queued, r.status, r.start = false, "running", time.Now()
+		r.queued, r.state, r.start = false, orchestrator.ChildRunning, time.Now()
 		r.agent = b.AgentName
 		extra := ""
 		if b.Worktree != "" {
@@ -230,7 +233,7 @@ func (d *Display) Handle(e event.Envelope) {
 		line = fmt.Sprintf("%s compacted its history (%s tokens before) to fit its model's context window", e.Agent, orchestrator.CompactTokens(b.TokensBefore))
 	case event.TaskEnd:
 		r := d.rowFor(e.Agent)
-		r.status = b.Status
+		r.state, r.status = orchestrator.ChildEnded, b.Status
 		if b.Status == orchestrator.StatusRejected {
 			line = fmt.Sprintf("%s rejected: %s", e.Agent, firstLine(b.Reason))
 			break
@@ -256,7 +259,7 @@ func (d *Display) Handle(e event.Envelope) {
 		}
 	case event.RunEnd:
 		r := d.rowFor(e.Agent)
-		r.status = b.Status
+		r.state, r.status = orchestrator.ChildEnded, b.Status
 		line = fmt.Sprintf("%s %s after %s", e.Agent, r.status, time.Since(r.start).Round(100*time.Millisecond))
 		if b.Rejected > 0 {
 			line += fmt.Sprintf(" (%d task call(s) rejected)", b.Rejected)
@@ -292,14 +295,14 @@ func (d *Display) redraw() {
 	sort.Strings(labels)
 	for _, l := range labels {
 		r := d.rows[l]
-		if r.status != "running" && r.status != "queued" {
+		if r.state != orchestrator.ChildRunning && r.state != orchestrator.ChildQueued {
 			continue
 		}
 		el := time.Since(r.start).Round(time.Second)
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %9s  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.status, el, orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
+		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %9s  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.state, el, orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
 		d.drawn++
 	}
 }

@@ -147,7 +147,7 @@ type TaskStart struct {
 // (Status "rejected", nothing launched).
 type TaskEnd struct {
 	ChildID    string                   `json:"childId,omitempty"`
-	Status     string                   `json:"status"`
+	Status     session.Status           `json:"status"`
 	Reason     string                   `json:"reason,omitempty"`
 	Turns      int                      `json:"turns"`
 	Usage      *model.Usage             `json:"usage,omitempty"`
@@ -157,14 +157,14 @@ type TaskEnd struct {
 	Worktree   *session.WorktreeOutcome `json:"worktree,omitempty"`
 	Health     []string                 `json:"health,omitempty"`
 	Background bool                     `json:"background,omitempty"`
-	// Capped is "turns" or "budget" when a cap stopped the child and its
-	// answer is a wrap-up, not a confirmed completion (as its TaskRecord).
-	Capped string `json:"capped,omitempty"`
+	// Capped is the cap that stopped the child, if one did: its answer is
+	// a wrap-up, not a confirmed completion (as its TaskRecord).
+	Capped session.Cap `json:"capped,omitempty"`
 }
 
 // RunEnd closes a run. Usage holds every agent's, by display label.
 type RunEnd struct {
-	Status     string                 `json:"status"`
+	Status     session.Status         `json:"status"`
 	Reason     string                 `json:"reason,omitempty"`
 	Text       string                 `json:"text"`
 	Turns      int                    `json:"turns"`

@@ -72,3 +72,17 @@ func TestDecodeRefusesUnknownKind(t *testing.T) {
 		t.Fatal("Decode accepted a body of the wrong shape")
 	}
 }
+
+// TestDecodeRefusesUnknownStatus: a task.end or run.end whose status this
+// ink does not know is an error naming it, not an event passed on.
+func TestDecodeRefusesUnknownStatus(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{KindTaskEnd, KindRunEnd} {
+		if _, err := Decode(kind, []byte(`{"status":"paused"}`)); err == nil || !strings.Contains(err.Error(), `unknown status "paused"`) {
+			t.Errorf("%s: %v", kind, err)
+		}
+		if e, err := Decode(kind, []byte(`{"status":"completed"}`)); err != nil || e == nil {
+			t.Errorf("%s completed: %v", kind, err)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func BenchmarkAttemptRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Kill()
-	answer := TaskAnswer{CorrelationID: "c1", Content: "ok", Record: &session.TaskRecord{Version: 1, Status: session.StatusCompleted}}
+	answer := TaskAnswer{CorrelationID: "c1", Content: "ok", Record: &session.TaskRecord{Version: 1, AttemptID: session.NewID(), ChildID: session.NewID(), Launched: true, Cwd: "/work", Status: session.StatusCompleted, Turns: 1}}
 	for b.Loop() {
 		stream, err := c.Attempt(context.Background())
 		if err != nil {

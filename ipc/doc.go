@@ -63,6 +63,12 @@
 // collect before it ends. A Cancel whose status is interrupted stops the
 // worker as host lost, as if its supervisor had died.
 //
+// Statuses, refusal codes and caps are session.Status, session.Code and
+// session.Cap in Go and the enums Status, RefusalCode and Cap on the wire
+// (protocol 5); convert.go maps them, refuses to send one a message may
+// not carry, and answers an unspecified or unknown value with an error,
+// never a guess. A refused Outcome carries its Code beside its Reason.
+//
 // # Regenerating ipc/internal/pb
 //
 // `go generate ./ipc` runs protoc over worker.proto. It needs:

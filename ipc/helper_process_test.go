@@ -165,7 +165,7 @@ func note(seq uint64, text string) Event {
 	return Event{Seq: seq, Body: event.Warning{Text: text}}
 }
 
-func outcome(status, text string) Outcome {
+func outcome(status session.Status, text string) Outcome {
 	return Outcome{Status: status, Text: text, Turns: 1, AttemptID: "att-1", Epoch: 3, Usage: model.Usage{Input: 120, Output: 8}}
 }
 

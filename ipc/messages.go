@@ -2,6 +2,8 @@ package ipc
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/model"
@@ -18,13 +20,24 @@ type Run struct {
 }
 
 // Cancel asks the worker to stop at its next safe point and end the attempt
-// with Status ("aborted" or "timeout") and Reason. Status "interrupted"
-// stops it as host lost: the worker ends exactly as if its supervisor had
-// died (Reason HostLost), leaving its open task calls to be answered from
-// its children's transcripts when it is resumed.
+// with Status (aborted, timeout, or crash for a worker the supervisor
+// found hung) and Reason. Status interrupted stops it as host lost: the
+// worker ends exactly as if its supervisor had died (Reason HostLost),
+// leaving its open task calls to be answered from its children's
+// transcripts when it is resumed. Any other status is not sent (an error
+// on either end).
 type Cancel struct {
-	Status string
+	Status session.Status
 	Reason string
+}
+
+// CancelStatus reports whether a Cancel may carry s.
+func CancelStatus(s session.Status) bool {
+	switch s {
+	case session.StatusAborted, session.StatusTimeout, session.StatusCrash, session.StatusInterrupted:
+		return true
+	}
+	return false
 }
 
 // TaskAnswer answers the TaskRequest with the same CorrelationID: the
@@ -92,7 +105,13 @@ const (
 
 // Outcome ends the attempt; the host answers it with Ack.
 type Outcome struct {
-	Status    string // completed | aborted | timeout | crash | interrupted | refused
+	// Status is one that ends an attempt (session.Status.EndsAttempt), or
+	// refused: the attempt never ran and nothing was written.
+	Status session.Status
+	// Code says why a refused attempt was refused (one of
+	// session.RefusalCodes); it is empty for every other status. Reason
+	// says it in words, without the code.
+	Code      session.Code
 	Reason    string
 	Text      string // this attempt's final assistant text
 	Turns     int
@@ -101,9 +120,34 @@ type Outcome struct {
 	Epoch     int64
 	// Health holds the attempt's health observations, one line each.
 	Health []string
-	// Capped says why the attempt was wrapped up before it was done
-	// ("turns" or "budget"), or is empty.
-	Capped string
+	// Capped says which cap wrapped the attempt up before it was done, or
+	// is empty.
+	Capped session.Cap
+}
+
+// Validate checks o's closed sets: a status an outcome may carry, a
+// refusal code exactly when it is refused, and a known cap.
+func (o Outcome) Validate() error {
+	switch {
+	case !o.Status.EndsAttempt() && o.Status != session.StatusRefused:
+		return fmt.Errorf("outcome has status %q, want completed, aborted, timeout, crash, interrupted or refused", o.Status)
+	case o.Status == session.StatusRefused && !o.Code.RefusalCode():
+		return fmt.Errorf("refused outcome has refusal code %q, want one of %s", o.Code, codeList(session.RefusalCodes))
+	case o.Status != session.StatusRefused && o.Code != "":
+		return fmt.Errorf("%s outcome carries refusal code %q; only a refused one has a code", o.Status, o.Code)
+	case !o.Capped.Known():
+		return fmt.Errorf("outcome has cap %q, want turns, budget or none", o.Capped)
+	}
+	return nil
+}
+
+// codeList is cs joined for a message.
+func codeList(cs []session.Code) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
 }
 
 func (Event) isWorkerMsg()       {}

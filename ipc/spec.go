@@ -150,19 +150,6 @@ func (s *AttemptSpec) Validate() error {
 	return nil
 }
 
-// Status values of an attempt outcome.
-const (
-	StatusCompleted   = "completed"
-	StatusAborted     = "aborted"
-	StatusTimeout     = "timeout"
-	StatusCrash       = "crash"
-	StatusInterrupted = "interrupted"
-	// StatusRefused means the attempt never ran: the transcript was busy,
-	// changed since validation, or its history cannot be repaired. The
-	// transcript is left as it was.
-	StatusRefused = "refused"
-)
-
 // HostLost is the reason recorded when the orchestrator disappears.
 const HostLost = "host lost"
 

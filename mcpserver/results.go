@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,16 +31,16 @@ type TaskOutput struct {
 // ChildResult is one child's result in task, task_wait and task_cancel.
 // Text and Notes together are the child's text result.
 type ChildResult struct {
-	ChildID string `json:"childId,omitempty" jsonschema:"the child session id: resume it with task({resume: childId, prompt}), follow it with task_status, task_wait or task_cancel; absent when the task was refused before a child existed"`
-	Agent   string `json:"agent,omitempty" jsonschema:"the agent profile the child ran as"`
-	Status  string `json:"status" jsonschema:"completed, aborted, timeout, crash, interrupted, rejected (refused before it ran), failed, or started (a background child, still running: collect it with task_wait)"`
-	IsError bool   `json:"isError" jsonschema:"true when there is no usable answer: notes say why and how to continue"`
-	Text    string `json:"text,omitempty" jsonschema:"the child's answer: its final message (its last 50KB when it was longer)"`
-	Notes   string `json:"notes,omitempty" jsonschema:"the rest of the result: what went wrong, caps and health observations, what became of its worktree, its usage and how to continue it"`
-	Reason  string `json:"reason,omitempty" jsonschema:"why the child ended as it did, when it did not complete"`
-	Capped  string `json:"capped,omitempty" jsonschema:"turns or budget: a cap stopped the child and text is its wrap-up answer, not a confirmed completion"`
-	Turns   int    `json:"turns" jsonschema:"model turns the child ran in this attempt"`
-	Usage   *Usage `json:"usage,omitempty" jsonschema:"tokens the child spent in this attempt"`
+	ChildID string         `json:"childId,omitempty" jsonschema:"the child session id: resume it with task({resume: childId, prompt}), follow it with task_status, task_wait or task_cancel; absent when the task was refused before a child existed"`
+	Agent   string         `json:"agent,omitempty" jsonschema:"the agent profile the child ran as"`
+	Status  session.Status `json:"status" jsonschema:"completed, aborted, timeout, crash, interrupted, rejected (refused before it ran), failed, or started (a background child, still running: collect it with task_wait)"`
+	IsError bool           `json:"isError" jsonschema:"true when there is no usable answer: notes say why and how to continue"`
+	Text    string         `json:"text,omitempty" jsonschema:"the child's answer: its final message (its last 50KB when it was longer)"`
+	Notes   string         `json:"notes,omitempty" jsonschema:"the rest of the result: what went wrong, caps and health observations, what became of its worktree, its usage and how to continue it"`
+	Reason  string         `json:"reason,omitempty" jsonschema:"why the child ended as it did, when it did not complete"`
+	Capped  session.Cap    `json:"capped,omitempty" jsonschema:"turns or budget: a cap stopped the child and text is its wrap-up answer, not a confirmed completion"`
+	Turns   int            `json:"turns" jsonschema:"model turns the child ran in this attempt"`
+	Usage   *Usage         `json:"usage,omitempty" jsonschema:"tokens the child spent in this attempt"`
 	// Worktree is what became of the child's worktree.
 	Worktree   *session.WorktreeOutcome `json:"worktree,omitempty" jsonschema:"what became of the child's worktree: its path, branch and disposition (removed, kept with work, kept so that the child can be resumed, …)"`
 	Transcript string                   `json:"transcript,omitempty" jsonschema:"the child's transcript, where its work is preserved"`
@@ -126,11 +127,28 @@ type AgentInfo struct {
 	Refused     string   `json:"refused,omitempty" jsonschema:"why a task naming this agent is refused"`
 }
 
+// typeSchemas are the schemas of the closed sets the results carry: a
+// status is one of session.Statuses and a cap turns or budget, so a client
+// can branch on them.
+var typeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[session.Status](): {Type: "string", Enum: enumOf(session.Statuses)},
+	reflect.TypeFor[session.Cap]():    {Type: "string", Enum: enumOf([]session.Cap{session.CappedTurns, session.CappedBudget})},
+}
+
+// enumOf is vs as a schema's enum.
+func enumOf[T ~string](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // childResult is the structured form of one task result.
 func childResult(t orchestrator.TaskResult) ChildResult {
 	status := t.Status
 	if status == "" {
-		status = "failed"
+		status = session.StatusFailed
 	}
 	r := ChildResult{
 		ChildID: t.ChildID, Agent: t.Agent, Status: status, IsError: t.IsError, Text: t.Answer, Notes: t.Notes,
@@ -168,7 +186,7 @@ type handler[Out any] func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // arguments are left to h, which checks them with the parsers the command
 // line uses, for the same messages.
 func addTool[Out any](s *Server, t *mcp.Tool, h handler[Out]) {
-	schema, err := jsonschema.For[Out](nil)
+	schema, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err))
 	}

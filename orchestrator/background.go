@@ -169,7 +169,7 @@ func knownChildren(kids *childRegistry) string {
 		st := t.status()
 		s := st.State
 		if st.State == ChildEnded {
-			s = "ended: " + st.Status
+			s = "ended: " + string(st.Status)
 		}
 		names = append(names, fmt.Sprintf("%s (%s, %s)", st.ID, st.Label, s))
 	}

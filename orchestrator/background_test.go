@@ -117,15 +117,15 @@ func (w *scriptedWorker) runUntil(release <-chan struct{}, text string) {
 	select {
 	case <-release:
 		w.event(event.ToolEnd{ID: "c1", Name: "bash"})
-		w.outcome(ipc.Outcome{Status: ipc.StatusCompleted, Text: text, Turns: 2, Usage: model.Usage{Input: 3000, Output: 40}})
+		w.outcome(ipc.Outcome{Status: StatusCompleted, Text: text, Turns: 2, Usage: model.Usage{Input: 3000, Output: 40}})
 	case m := <-w.in:
 		c, ok := m.(ipc.Cancel)
 		if !ok {
-			w.outcome(ipc.Outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("unexpected %T", m)})
+			w.outcome(ipc.Outcome{Status: StatusCrash, Reason: fmt.Sprintf("unexpected %T", m)})
 			break
 		}
 		status := c.Status
-		if status == ipc.StatusInterrupted {
+		if status == StatusInterrupted {
 			c.Reason = ipc.HostLost
 		}
 		w.outcome(ipc.Outcome{Status: status, Reason: c.Reason, Turns: 1, Usage: model.Usage{Input: 1500, Output: 20}})
@@ -494,7 +494,7 @@ func TestAgentBackgroundOps(t *testing.T) {
 		ask(ipc.OpCancel, `{"id":"`+id+`"}`)
 		ask(ipc.OpWait, `{"ids":["01nope"]}`)
 		answers <- got
-		w.outcome(ipc.Outcome{Status: ipc.StatusCompleted, Text: "done"})
+		w.outcome(ipc.Outcome{Status: StatusCompleted, Text: "done"})
 		<-w.closed
 	}
 	o, _, _ := inMemory(t, func(w *scriptedWorker) {
@@ -544,7 +544,7 @@ func TestAgentEndCancelsBackground(t *testing.T) {
 		}
 		w.out <- ipc.TaskRequest{CorrelationID: "1", ToolCallID: "c", Args: json.RawMessage(`{"prompt":"orphan","background":true}`)}
 		<-w.in // the start answer
-		w.outcome(ipc.Outcome{Status: ipc.StatusCompleted, Text: "left early"})
+		w.outcome(ipc.Outcome{Status: StatusCompleted, Text: "left early"})
 		<-w.closed
 	}, 8)
 	res, err := o.Run(context.Background(), RunOptions{Prompt: "go"})

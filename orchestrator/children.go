@@ -21,7 +21,7 @@ var ErrHostLost = errors.New("the client went away (host lost)")
 // stopCause is the cause of a cancelled context that says how the children
 // under it end.
 type stopCause struct {
-	status string
+	status Status
 	reason string
 }
 
@@ -30,13 +30,13 @@ func (c *stopCause) Error() string { return c.reason }
 // StopCause returns an error that, as the cause of a cancelled context,
 // ends the children under it with status (StatusAborted or StatusTimeout)
 // and reason, e.g. "cancelled by the MCP client".
-func StopCause(status, reason string) error {
+func StopCause(status Status, reason string) error {
 	return &stopCause{status: status, reason: reason}
 }
 
 // cancelOutcome is how a worker whose ctx ended is asked to stop: host
 // lost, a stop cause's status and reason, or aborted by the user.
-func cancelOutcome(ctx context.Context) (status, reason string) {
+func cancelOutcome(ctx context.Context) (status Status, reason string) {
 	cause := context.Cause(ctx)
 	var sc *stopCause
 	switch {
@@ -71,7 +71,7 @@ type ChildStatus struct {
 	// outcome once ended (completed, aborted, timeout, crash, interrupted,
 	// rejected).
 	State      string      `json:"state"`
-	Status     string      `json:"status,omitempty"`
+	Status     Status      `json:"status,omitempty"`
 	Background bool        `json:"background"`
 	ElapsedMs  int64       `json:"elapsedMs"`
 	Turns      int         `json:"turns"`

@@ -570,7 +570,7 @@ func (w *fakeWorker) start(heartbeat bool) bool {
 	}
 	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
 	if err != nil {
-		w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()})
+		w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeStillRunning, Reason: err.Error()})
 		return false
 	}
 	w.lease = l
@@ -606,7 +606,7 @@ func (w *fakeWorker) continueTranscript() bool {
 		var want session.Header
 		if json.Unmarshal(sp.ExpectHeader, &want) != nil || want.ID != tr.Header.ID {
 			w.release()
-			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "header-changed: the transcript changed since it was validated"})
+			w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeHeaderChanged, Reason: "the transcript changed since it was validated"})
 			return false
 		}
 	}
@@ -632,7 +632,7 @@ func (w *fakeWorker) continueTranscript() bool {
 		// Like a real worker, it refuses a history it cannot continue
 		// before it writes anything.
 		w.release()
-		w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: fmt.Sprintf("malformed: the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)})
+		w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeMalformed, Reason: fmt.Sprintf("the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)})
 		return false
 	}
 	if w.tw, err = session.OpenWriter(sp.Transcript); err != nil {
@@ -733,7 +733,11 @@ func (w *fakeWorker) Delegate(callID, args string) (ipc.TaskAnswer, bool) {
 // Finish ends the attempt: it records the attempt's end (unless refused),
 // frees the transcript, sends the outcome and waits for the Ack.
 func (w *fakeWorker) Finish(o ipc.Outcome) bool {
-	if o.Status != ipc.StatusRefused && w.tw != nil {
+	// What a real worker could not put on the wire, a fake may not send.
+	if err := o.Validate(); err != nil {
+		w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
+	}
+	if o.Status != StatusRefused && w.tw != nil {
 		u := o.Usage
 		err := w.tw.AppendAttempt(session.AttemptEntry{
 			Phase: session.PhaseEnd, AttemptID: w.Spec.AttemptID, Epoch: w.lease.Epoch(), Pid: w.pid,
@@ -757,7 +761,7 @@ func (w *fakeWorker) Complete(text string, u model.Usage) bool {
 	if !w.Say(text, u) {
 		return false
 	}
-	return w.Finish(ipc.Outcome{Status: ipc.StatusCompleted, Text: text, Turns: max(w.turns, 1), Usage: w.usage})
+	return w.Finish(ipc.Outcome{Status: StatusCompleted, Text: text, Turns: max(w.turns, 1), Usage: w.usage})
 }
 
 // --- Scripts. ---

@@ -30,16 +30,12 @@ type childEnd struct {
 // emits task.end.
 func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	parent, child := e.parent, e.child
-	if res.Status == ipc.StatusRefused {
+	if res.Status == StatusRefused {
 		reason := fmt.Sprintf("task: %s. Start a new task instead.", res.Reason)
 		if e.resumed {
 			// The worker refused under the lease what validation could not
 			// see yet (another ink took the child first, the file changed).
-			code, msg, ok := strings.Cut(res.Reason, ": ")
-			if !ok || strings.Contains(code, " ") {
-				code, msg = "malformed", res.Reason
-			}
-			reason = resumeRefusal(child.sessionID, []Problem{{Code: code, Message: msg}})
+			reason = resumeRefusal(child.sessionID, []Problem{{Code: res.Code, Message: res.Reason}})
 		}
 		// The record stays a valid rejection (no child id: the worker's
 		// decoder refuses one that has it); the text names the child.
@@ -81,7 +77,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 	if e.wt != nil {
 		// A child that did not complete can be resumed in its worktree, so
 		// even a clean one is kept for that.
-		disp, detail, lines := o.settleWorktree(*e.wt, e.resumed, present && res.Status != ipc.StatusCompleted)
+		disp, detail, lines := o.settleWorktree(*e.wt, e.resumed, present && res.Status != StatusCompleted)
 		wtLines = lines
 		rec.Worktree = &session.WorktreeOutcome{Path: e.wt.Path, Branch: e.wt.Branch, Disposition: disp, Detail: clip(detail, session.MaxReasonRunes)}
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
+	"github.com/inkdev/ink/session"
 )
 
 // DefaultGrace is how long a cancelled worker may take to stop before its
@@ -380,19 +381,24 @@ func (u *usageBook) snapshot() map[string]model.Usage {
 	return out
 }
 
-// Outcome statuses of an agent's attempt, as reported by RunResult and
-// TaskResult ("rejected" is a TaskRecord status: nothing was launched).
+// Status is how an agent's attempt or task ended (session.Status): one
+// type for the transcript, the wire and every result.
+type Status = session.Status
+
+// The statuses, as reported by RunResult and TaskResult (aliases of
+// session's: "rejected" is a TaskRecord status, nothing was launched;
+// "refused" is a worker's refusal of an attempt).
 const (
-	StatusCompleted   = ipc.StatusCompleted
-	StatusAborted     = ipc.StatusAborted
-	StatusTimeout     = ipc.StatusTimeout
-	StatusCrash       = ipc.StatusCrash
-	StatusInterrupted = ipc.StatusInterrupted
-	StatusRefused     = ipc.StatusRefused
-	StatusRejected    = "rejected"
+	StatusCompleted   = session.StatusCompleted
+	StatusAborted     = session.StatusAborted
+	StatusTimeout     = session.StatusTimeout
+	StatusCrash       = session.StatusCrash
+	StatusInterrupted = session.StatusInterrupted
+	StatusRefused     = session.StatusRefused
+	StatusRejected    = session.StatusRejected
 	// StatusStarted is the Status of a TaskResult whose child was started
 	// in the background: its outcome comes later, through task_wait.
-	StatusStarted = "started"
+	StatusStarted = session.StatusStarted
 )
 
 // ProtocolVersion is the worker wire's protocol version.

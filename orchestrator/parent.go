@@ -279,7 +279,7 @@ func batchContent(answers []taskAnswer, calls []taskCall, background bool) (stri
 		case background && !a.IsError:
 			status = StatusStarted
 		case status == "":
-			status = "failed"
+			status = session.StatusFailed
 		}
 		child := ""
 		if a.Record.ChildID != "" {

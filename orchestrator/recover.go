@@ -189,7 +189,7 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 // with the turns and usage its messages show (incomplete: the turn in
 // flight is not counted) and its last assistant text.
 func lostEnd(tr *session.Transcript, prior int, reason string) session.AttemptEntry {
-	end := session.AttemptEntry{Phase: session.PhaseEnd, Status: ipc.StatusInterrupted, Reason: reason, Time: time.Now().UTC()}
+	end := session.AttemptEntry{Phase: session.PhaseEnd, Status: StatusInterrupted, Reason: reason, Time: time.Now().UTC()}
 	n, in := 0, false
 	var usage model.Usage
 	for _, e := range tr.Entries {

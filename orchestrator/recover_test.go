@@ -36,7 +36,7 @@ func loses(calls ...model.ToolCall) play {
 func losesItsHost(w *fakeWorker) {
 	if w.Start() && w.Turn(1) {
 		if _, ok := w.AwaitCancel(); ok {
-			w.Finish(ipc.Outcome{Status: ipc.StatusInterrupted, Reason: ipc.HostLost, Turns: 1})
+			w.Finish(ipc.Outcome{Status: StatusInterrupted, Reason: ipc.HostLost, Turns: 1})
 		}
 	}
 }

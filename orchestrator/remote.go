@@ -127,10 +127,10 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		lease.Options{Heartbeat: heartbeat, SyncLater: spec.Create != nil})
 	if err != nil {
 		if errors.Is(err, lease.ErrBusy) {
-			return refusedAttempt(spec, "still-running: "+err.Error()), nil
+			return refusedAttempt(spec, session.CodeStillRunning, err.Error()), nil
 		}
 		if errors.Is(err, lease.ErrBadLeaseFile) {
-			return refusedAttempt(spec, err.Error()), nil
+			return refusedAttempt(spec, session.CodeMalformed, err.Error()), nil
 		}
 		return nil, err
 	}
@@ -169,11 +169,7 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		if err != nil {
 			return nil, err
 		}
-		reason := refused.Reason
-		if refused.Code == session.RefusedMalformed || refused.Code == session.RefusedHeaderChanged {
-			reason = string(refused.Code) + ": " + reason
-		}
-		return refusedAttempt(spec, reason), nil
+		return refusedAttempt(spec, refused.Code, refused.Reason), nil
 	}
 	rw := &remoteWorker{
 		spec: spec, lease: ls, w: opened.Writer, lifetime: opened.Lifetime, start: start,
@@ -458,9 +454,10 @@ type refusedWorker struct {
 	done      chan struct{}
 }
 
-// refusedAttempt returns the refusedWorker of spec with reason.
-func refusedAttempt(spec ipc.AttemptSpec, reason string) *refusedWorker {
-	return &refusedWorker{out: ipc.Outcome{Status: ipc.StatusRefused, Reason: reason, AttemptID: spec.AttemptID}, done: make(chan struct{})}
+// refusedAttempt returns the refusedWorker of spec, refused with code and
+// reason.
+func refusedAttempt(spec ipc.AttemptSpec, code session.Code, reason string) *refusedWorker {
+	return &refusedWorker{out: ipc.Outcome{Status: session.StatusRefused, Code: code, Reason: reason, AttemptID: spec.AttemptID}, done: make(chan struct{})}
 }
 
 var _ Worker = (*refusedWorker)(nil)

@@ -83,7 +83,7 @@ func FirstRunes(s string, n int) string {
 
 // resultInput is everything a task result is composed from.
 type resultInput struct {
-	Status        string
+	Status        Status
 	Reason        string
 	Text          string // this attempt's final text only (or its tail: see TextLen)
 	TextLen       int    // the whole final text's length when Text is its tail; 0: len(Text)
@@ -94,10 +94,10 @@ type resultInput struct {
 	Transcript    string // path when the transcript exists, else ""
 	Prompt        string // the task's prompt, for the handoff
 	WorktreeLines []string
-	ExtraLines    []string // repair notes, lifetime line, …
-	Health        []string // health observations
-	Capped        string   // "turns" or "budget" when the child was wrapped up early
-	MaxTurns      int      // the turn cap it ran under (for a "turns" cap)
+	ExtraLines    []string    // repair notes, lifetime line, …
+	Health        []string    // health observations
+	Capped        session.Cap // the cap that wrapped the child up early, if one did
+	MaxTurns      int         // the turn cap it ran under (for a "turns" cap)
 	// Shell selects hints for a person at a shell (`ink task --resume`)
 	// rather than for a model (`task({resume: …})`).
 	Shell bool
@@ -126,7 +126,7 @@ func composeResult(in resultInput) (string, bool) {
 	hasText := strings.TrimSpace(in.Text) != ""
 	isError := false
 	switch in.Status {
-	case "completed":
+	case StatusCompleted:
 		switch {
 		case hasText:
 			b.WriteString(shownAnswer(in))
@@ -139,7 +139,7 @@ func composeResult(in resultInput) (string, bool) {
 		default:
 			b.WriteString("(subagent completed with no output)")
 		}
-	case "crash":
+	case StatusCrash:
 		if hasText {
 			b.WriteString(shownAnswer(in))
 			fmt.Fprintf(&b, "\n\n[task] child failed after %s: %s; partial result above.", Turns(in.Turns), in.Reason)
@@ -147,10 +147,10 @@ func composeResult(in resultInput) (string, bool) {
 			isError = true
 			fmt.Fprintf(&b, "task failed after %s: %s.", Turns(in.Turns), in.Reason)
 		}
-	case "timeout":
+	case StatusTimeout:
 		isError = true
 		fmt.Fprintf(&b, "task timed out after %s (%s ran).", in.Timeout, Turns(in.Turns))
-	case "interrupted":
+	case StatusInterrupted:
 		isError = true
 		fmt.Fprintf(&b, "task interrupted after %s: %s.", Turns(in.Turns), in.Reason)
 	default: // aborted
@@ -175,7 +175,7 @@ func composeResult(in resultInput) (string, bool) {
 		b.WriteString("\n")
 		b.WriteString(resumeHint(in.ChildID, in.Shell, in.Command))
 	}
-	if isError || in.Status == "crash" {
+	if isError || in.Status == StatusCrash {
 		b.WriteString("\n")
 		if in.Transcript != "" {
 			fmt.Fprintf(&b, "work is preserved in the full transcript:\n  %s\n", in.Transcript)
@@ -190,14 +190,14 @@ func composeResult(in resultInput) (string, bool) {
 
 // cappedLine says that a child's answer is a wrap-up, not a completion.
 func cappedLine(in resultInput) string {
-	if in.Capped == "budget" {
+	if in.Capped == session.CappedBudget {
 		return "[task] the run's token budget ran out; this is the child's wrap-up answer, not a confirmed completion."
 	}
 	return fmt.Sprintf("[task] hit the %d-turn cap; this is the child's wrap-up answer, not a confirmed completion.", cmp.Or(in.MaxTurns, in.Turns))
 }
 
-func cappedWhy(capped string) string {
-	if capped == "budget" {
+func cappedWhy(capped session.Cap) string {
+	if capped == session.CappedBudget {
 		return "the run's token budget ran out"
 	}
 	return "it hit its turn cap"
@@ -208,7 +208,7 @@ func cappedWhy(capped string) string {
 // when longer; "" when the result carries no answer (no text, or a status
 // whose result is a failure message).
 func shownAnswer(in resultInput) string {
-	if strings.TrimSpace(in.Text) == "" || (in.Status != "completed" && in.Status != "crash") {
+	if strings.TrimSpace(in.Text) == "" || (in.Status != StatusCompleted && in.Status != StatusCrash) {
 		return ""
 	}
 	kept, dropped := truncateTail(in.Text, maxResultBytes)

@@ -18,9 +18,29 @@ import (
 
 // Problem is one reason a resume is refused (docs/architecture.md, "Resume", step 2).
 type Problem struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	// Code is a lookup's or a worker's refusal code (session.Code*), one
+	// of the resume check's below, or a worktree problem's.
+	Code    session.Code `json:"code"`
+	Message string       `json:"message"`
 }
+
+// The resume check's own problem codes (docs/architecture.md, "Resume").
+const (
+	codeEmptyTranscript  session.Code = "empty-transcript"
+	codeNoRecord         session.Code = "no-record"
+	codeVersionDrift     session.Code = "version-drift"
+	codeAgentMissing     session.Code = "agent-missing"
+	codeAgentDrift       session.Code = "agent-drift"
+	codeThinkingDrift    session.Code = "thinking-drift"
+	codeModelDrift       session.Code = "model-drift"
+	codeToolsDrift       session.Code = "tools-drift"
+	codeSandboxDrift     session.Code = "sandbox-drift"
+	codeCwdDrift         session.Code = "cwd-drift"
+	codeCwdMissing       session.Code = "cwd-missing"
+	codeCwdNotDirectory  session.Code = "cwd-not-directory"
+	codeSystemDrift      session.Code = "system-drift"
+	codePromptFilesDrift session.Code = "prompt-files-drift"
+)
 
 // resumeRefusal renders every problem and ends with the required sentence.
 func resumeRefusal(childID string, problems []Problem) string {
@@ -43,17 +63,17 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	}
 	if t := parent.registry().get(childID); t != nil && parent.registry().running(childID) {
 		if t.background {
-			return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+			return refuse(Problem{Code: session.CodeStillRunning, Message: fmt.Sprintf(
 				"it is still running in the background of this session; collect it with task_wait({ids: [%q]}) or stop it with task_cancel({id: %q}), then resume it", childID, childID)})
 		}
-		return refuse(Problem{Code: "still-running", Message: fmt.Sprintf(
+		return refuse(Problem{Code: session.CodeStillRunning, Message: fmt.Sprintf(
 			"it is still running in this session (the task call that started it has not returned, or is stopping); wait for it, or stop it with task_cancel({id: %q}), then resume it", childID)})
 	}
 	ownerID := parent.sessionID
 	if parent.childrenOf != "" {
 		h, err := session.ReadHeader(parent.childrenOf)
 		if err != nil {
-			return refuse(Problem{Code: "malformed", Message: err.Error()})
+			return refuse(Problem{Code: session.CodeMalformed, Message: err.Error()})
 		}
 		ownerID = h.ID
 	}
@@ -63,7 +83,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 		if errors.As(err, &le) {
 			return refuse(Problem{Code: le.Code, Message: strings.TrimPrefix(le.Message, fmt.Sprintf("cannot resume child %q: ", childID))})
 		}
-		return refuse(Problem{Code: "malformed", Message: err.Error()})
+		return refuse(Problem{Code: session.CodeMalformed, Message: err.Error()})
 	}
 	plan, problems := o.validateResume(ctx, parent, info.Path, call.label)
 	if len(problems) > 0 {
@@ -105,7 +125,7 @@ type resumePlan struct {
 // compares it with its launch record, collecting every difference.
 func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, path, label string) (resumePlan, []Problem) {
 	var problems []Problem
-	add := func(code, format string, a ...any) {
+	add := func(code session.Code, format string, a ...any) {
 		problems = append(problems, Problem{Code: code, Message: fmt.Sprintf(format, a...)})
 	}
 	// The header and the end of the transcript are all validation reads:
@@ -114,12 +134,12 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// damaged line) before it writes anything.
 	tail, err := session.ReadTail(path)
 	if err != nil {
-		return resumePlan{}, []Problem{{Code: "malformed", Message: err.Error()}}
+		return resumePlan{}, []Problem{{Code: session.CodeMalformed, Message: err.Error()}}
 	}
 	h := tail.Header
 	launch := h.Launch
 	if launch == nil {
-		return resumePlan{}, []Problem{{Code: "missing-launch", Message: fmt.Sprintf("%s has no launch record", path)}}
+		return resumePlan{}, []Problem{{Code: session.CodeMissingLaunch, Message: fmt.Sprintf("%s has no launch record", path)}}
 	}
 	plan := resumePlan{header: h}
 
@@ -130,10 +150,10 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		if st.Meta != nil {
 			who = fmt.Sprintf(" (pid %d holds its lease)", st.Meta.Pid)
 		}
-		add("still-running", "the child is still running%s; wait for it to finish, or see `ink leases ls`", who)
+		add(session.CodeStillRunning, "the child is still running%s; wait for it to finish, or see `ink leases ls`", who)
 	}
 	if !tail.HasMessages {
-		add("empty-transcript", "the transcript holds no messages; nothing to continue")
+		add(codeEmptyTranscript, "the transcript holds no messages; nothing to continue")
 	}
 	// An attempt that started and never ended, whose lease is free and
 	// whose holder provably is gone, was lost with its host (every
@@ -141,10 +161,10 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// and the worker that continues it records so. One that may still run
 	// elsewhere is not settled.
 	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !parentRecorded(parent.owner(), h.ID) {
-		add("no-record", "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
+		add(codeNoRecord, "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
 	}
 	if launch.InkVersion != InkVersion {
-		add("version-drift", "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)
+		add(codeVersionDrift, "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)
 	}
 
 	// Agent.
@@ -153,9 +173,9 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		p, err := o.profile(launch.Agent.Name)
 		switch {
 		case err != nil:
-			add("agent-missing", "agent %q is no longer defined (was %s); restore that file to resume it", launch.Agent.Name, launch.Agent.Source)
+			add(codeAgentMissing, "agent %q is no longer defined (was %s); restore that file to resume it", launch.Agent.Name, launch.Agent.Source)
 		case p.RoleSHA256 != launch.Agent.RoleSHA256:
-			add("agent-drift", "agent %q changed since launch (%s); restore its earlier text to resume it", launch.Agent.Name, p.Source)
+			add(codeAgentDrift, "agent %q changed since launch (%s); restore its earlier text to resume it", launch.Agent.Name, p.Source)
 			prof = &p
 		default:
 			prof = &p
@@ -168,7 +188,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		plan.thinking = prof.Thinking
 	}
 	if plan.thinking != launch.Thinking {
-		add("thinking-drift", "launched with thinking %s, would now run with thinking %s; restore the agent's thinking: line to resume it", thinkingName(launch.Thinking), thinkingName(plan.thinking))
+		add(codeThinkingDrift, "launched with thinking %s, would now run with thinking %s; restore the agent's thinking: line to resume it", thinkingName(launch.Thinking), thinkingName(plan.thinking))
 	}
 
 	// Model.
@@ -179,13 +199,13 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		}
 	}
 	if binding != launch.Binding {
-		add("model-drift", "launched on %s%s, would now run on %s%s; resume it on the model it was launched on (--model %s)", launch.Binding.String(), atURL(launch.Binding), binding.String(), atURL(binding), launch.Binding.String())
+		add(codeModelDrift, "launched on %s%s, would now run on %s%s; resume it on the model it was launched on (--model %s)", launch.Binding.String(), atURL(launch.Binding), binding.String(), atURL(binding), launch.Binding.String())
 	}
 
 	// Tools.
 	pool, _ := o.childTools(parent, prof)
 	if got := sortedCopy(pool); strings.Join(got, ",") != strings.Join(launch.Tools, ",") {
-		add("tools-drift", "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
+		add(codeToolsDrift, "launched with tools [%s], would now get [%s]; restore the profile's tools: line or the --max-depth %d it ran under", strings.Join(launch.Tools, ", "), strings.Join(got, ", "), launch.MaxDepth)
 	}
 
 	// Sandbox.
@@ -195,9 +215,9 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 	box, err := o.sandboxFor(parent.label, parent.sessionID, pool, prof, boxRoot)
 	if err != nil {
-		add("sandbox-drift", "%v", err)
+		add(codeSandboxDrift, "%v", err)
 	} else if why := sandboxDrift(launch.Sandbox, box); why != "" {
-		add("sandbox-drift", "%s", why)
+		add(codeSandboxDrift, "%s", why)
 	}
 	plan.sandbox = box
 
@@ -208,22 +228,22 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		w := launch.Worktree
 		rec := worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: launch.Cwd}
 		for _, p := range worktree.Validate(ctx, rec) {
-			add(p.Code, "%s", p.Message)
+			add(session.Code(p.Code), "%s", p.Message)
 		}
 		plan.worktree = &rec
 		cwd, root = launch.Cwd, w.Path
 		notice = worktreeNotice(w.Path, w.Branch, w.Baseline, parent.cwd)
 	} else if cwd != launch.Cwd {
-		add("cwd-drift", "launched in %s, the parent now works in %s; run ink from %s (or pass --cwd)", launch.Cwd, cwd, launch.Cwd)
+		add(codeCwdDrift, "launched in %s, the parent now works in %s; run ink from %s (or pass --cwd)", launch.Cwd, cwd, launch.Cwd)
 	}
 	// A removed worktree's own problem already says what happened to the
 	// directory, and that it cannot be put back.
 	if fi, err := os.Stat(launch.Cwd); err != nil {
 		if !hasProblem(problems, worktree.ProblemMissing) {
-			add("cwd-missing", "the child's directory %s is gone; put it back to resume the child", launch.Cwd)
+			add(codeCwdMissing, "the child's directory %s is gone; put it back to resume the child", launch.Cwd)
 		}
 	} else if !fi.IsDir() {
-		add("cwd-not-directory", "the child's directory %s is no longer a directory; put the directory back to resume the child", launch.Cwd)
+		add(codeCwdNotDirectory, "the child's directory %s is no longer a directory; put the directory back to resume the child", launch.Cwd)
 	}
 
 	// System prompt (date line normalised) and prompt files.
@@ -237,12 +257,12 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	}
 	system := childSystem(parent.base, tools, body, notice)
 	if session.SystemFingerprint(system) != launch.System.SHA256 {
-		add("system-drift", "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
+		add(codeSystemDrift, "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
 	}
 	for _, f := range launch.System.Files {
 		data, err := os.ReadFile(f.Path)
 		if err != nil || sha256Hex(data) != f.SHA256 {
-			add("prompt-files-drift", "the project instructions %s changed or are gone since launch; restore them to resume, or start a new task that reads the new ones", f.Path)
+			add(codePromptFilesDrift, "the project instructions %s changed or are gone since launch; restore them to resume, or start a new task that reads the new ones", f.Path)
 		}
 	}
 	agentName := ""
@@ -294,7 +314,7 @@ func parentRecorded(path, childID string) bool {
 }
 
 // hasProblem reports whether problems holds one with code.
-func hasProblem(problems []Problem, code string) bool {
+func hasProblem(problems []Problem, code session.Code) bool {
 	for _, p := range problems {
 		if p.Code == code {
 			return true

@@ -430,14 +430,18 @@ func TestResumeOfAnInconsistentHistory(t *testing.T) {
 // transcript is not changed.
 func TestResumeRefusedByTheWorker(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ reason, want string }{
-		{"still-running: lease on x held by pid 7", "- still-running: lease on x held by pid 7\nStart a new task instead."},
-		{"the transcript changed underneath", "- malformed: the transcript changed underneath\nStart a new task instead."},
+	for _, tc := range []struct {
+		code         session.Code
+		reason, want string
+	}{
+		{session.CodeStillRunning, "lease on x held by pid 7", "- still-running: lease on x held by pid 7\nStart a new task instead."},
+		{session.CodeMalformed, "the transcript changed underneath", "- malformed: the transcript changed underneath\nStart a new task instead."},
+		{session.CodeHeaderChanged, "the transcript changed since it was validated", "- header-changed: the transcript changed since it was validated\nStart a new task instead."},
 	} {
 		h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
 		before, _ := os.ReadFile(child.Spec.Transcript)
 		sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
-			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: tc.reason})
+			w.Finish(ipc.Outcome{Status: StatusRefused, Code: tc.code, Reason: tc.reason})
 		})
 		res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
 		if res.Status != StatusRejected || !strings.HasPrefix(res.Content, fmt.Sprintf("cannot resume child %q:", child.Spec.SessionID)) || !strings.HasSuffix(res.Content, tc.want) {

@@ -26,7 +26,7 @@ type RunOptions struct {
 
 // RunResult is how `ink run` ended.
 type RunResult struct {
-	Status     string // completed | aborted | timeout | crash | interrupted | refused
+	Status     Status // completed | aborted | timeout | crash | interrupted | refused
 	Reason     string
 	Text       string // the main agent's final text of this attempt
 	SessionID  string

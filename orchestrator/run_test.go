@@ -305,7 +305,7 @@ func TestRunMainAgentEnds(t *testing.T) {
 		name       string
 		play       play
 		fail       error
-		wantStatus string
+		wantStatus Status
 		wantReason string // %d is the worker's pid
 	}{
 		{name: "killed by a signal", play: func(w *fakeWorker) {
@@ -326,7 +326,7 @@ func TestRunMainAgentEnds(t *testing.T) {
 			wantStatus: StatusCrash, wantReason: "could not start the worker: fork/exec /ink: exec format error"},
 		{name: "interrupted", play: func(w *fakeWorker) {
 			if w.Start() {
-				w.Finish(ipc.Outcome{Status: ipc.StatusInterrupted, Reason: "host lost"})
+				w.Finish(ipc.Outcome{Status: StatusInterrupted, Reason: "host lost"})
 			}
 		}, wantStatus: StatusInterrupted, wantReason: "host lost"},
 	} {

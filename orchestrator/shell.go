@@ -23,7 +23,7 @@ type TaskOptions struct {
 type TaskResult struct {
 	Content string // the composed task result, as a parent model would see it
 	IsError bool
-	Status  string // the TaskRecord status (rejected included); StatusStarted for a background start
+	Status  Status // the TaskRecord status (rejected included); StatusStarted for a background start
 	Record  session.TaskRecord
 	// ParentSession is the shell session this command recorded its task
 	// call in ("" when it was refused before writing anything).

@@ -109,7 +109,9 @@ func (ar *agentRun) owner() string {
 
 // attemptResult is how a worker's attempt ended, as the supervisor saw it.
 type attemptResult struct {
-	Status    string
+	Status Status
+	// Code says why a refused attempt was refused (StatusRefused only).
+	Code      session.Code
 	Reason    string
 	Text      string
 	Turns     int
@@ -118,7 +120,7 @@ type attemptResult struct {
 	Epoch     int64
 	Pid       int
 	Health    []string
-	Capped    string
+	Capped    session.Cap
 	// Launched is false when no worker process ever started.
 	Launched bool
 }
@@ -158,15 +160,15 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	}
 	w, err := launchReady(ctx, launcher, spec, ar.launchReady)
 	if err != nil {
-		res.Status, res.Reason = ipc.StatusCrash, fmt.Sprintf("could not start the worker: %v", err)
+		res.Status, res.Reason = StatusCrash, fmt.Sprintf("could not start the worker: %v", err)
 		if ctx.Err() != nil {
-			res.Status, res.Reason = ipc.StatusAborted, "cancelled before the worker started"
+			res.Status, res.Reason = StatusAborted, "cancelled before the worker started"
 		}
 		return res
 	}
 	if !o.live.add(w) {
 		w.Kill()
-		res.Status, res.Reason = ipc.StatusAborted, "killed by the user before it started"
+		res.Status, res.Reason = StatusAborted, "killed by the user before it started"
 		return res
 	}
 	defer o.live.remove(w)
@@ -220,8 +222,9 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	check := time.NewTicker(livenessCheck)
 	defer check.Stop()
 	var grace <-chan time.Time
-	cancelStatus, cancelReason := "", ""
-	cancel := func(status, reason string) {
+	var cancelStatus Status
+	cancelReason := ""
+	cancel := func(status Status, reason string) {
 		if cancelStatus != "" {
 			return
 		}
@@ -229,7 +232,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		if err := w.Send(ipc.Cancel{Status: status, Reason: reason}); err != nil {
 			o.cfg.Logger.Debug("Cancel not sent", "agent", ar.label, "err", err)
 		}
-		if status == ipc.StatusInterrupted {
+		if status == StatusInterrupted {
 			// Host lost reaches the whole subtree.
 			cancelChildren(ErrHostLost)
 		} else {
@@ -254,7 +257,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 				if accept := ar.onAccept; accept != nil {
 					ar.onAccept = nil
 					if err := accept(); err != nil {
-						cancel(ipc.StatusCrash, fmt.Sprintf("the task call could not be recorded: %v", err))
+						cancel(StatusCrash, fmt.Sprintf("the task call could not be recorded: %v", err))
 					}
 				}
 				o.pub.publish(event.Envelope{Agent: ar.label, Session: ar.sessionID, WorkerSeq: m.Seq, Body: m.Body})
@@ -290,10 +293,10 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 					}
 				}()
 			case ipc.Outcome:
-				res.Status, res.Reason, res.Text = m.Status, m.Reason, m.Text
+				res.Status, res.Code, res.Reason, res.Text = m.Status, m.Code, m.Reason, m.Text
 				res.Turns, res.Epoch, res.Usage = m.Turns, m.Epoch, m.Usage
 				res.Health, res.Capped = m.Health, m.Capped
-				if m.Capped == "budget" {
+				if m.Capped == session.CappedBudget {
 					o.budget.land()
 				}
 				cancelChildren(errors.New("the parent attempt ended"))
@@ -309,7 +312,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			}
 		case err := <-recvErr:
 			cancelChildren(errors.New("the parent worker died"))
-			res.Status, res.Reason = ipc.StatusCrash, o.deathReason(w, err)
+			res.Status, res.Reason = StatusCrash, o.deathReason(w, err)
 			if cancelStatus != "" {
 				res.Status = cancelStatus
 			}
@@ -319,12 +322,12 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		case <-done:
 			done = nil
 			status, reason := cancelOutcome(ctx)
-			if status == ipc.StatusAborted && reason == userCancel {
+			if status == StatusAborted && reason == userCancel {
 				reason = cancelledWhy(ctx, ar.depth > 0)
 			}
 			cancel(status, reason)
 		case <-timeoutC:
-			cancel(ipc.StatusTimeout, fmt.Sprintf("timed out after %s", timeout))
+			cancel(StatusTimeout, fmt.Sprintf("timed out after %s", timeout))
 		case <-grace:
 			w.Kill()
 			res.Status = cancelStatus
@@ -356,7 +359,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 			st, err := lease.Probe(spec.Transcript)
 			if err == nil && st.State == lease.Hung && cancelStatus == "" {
 				o.pub.emit(ar.label, ar.sessionID, event.Warning{Text: fmt.Sprintf("worker pid %d is hung (heartbeat %s ago); cancelling it", res.Pid, st.HeartbeatAge.Round(time.Millisecond))})
-				cancel(ipc.StatusCrash, fmt.Sprintf("the worker hung (no heartbeat for %s)", st.HeartbeatAge.Round(time.Millisecond)))
+				cancel(StatusCrash, fmt.Sprintf("the worker hung (no heartbeat for %s)", st.HeartbeatAge.Round(time.Millisecond)))
 			}
 		}
 	}
@@ -377,7 +380,7 @@ func (o *Orchestrator) lose(ar *agentRun, spec ipc.AttemptSpec, w Worker, live *
 	} else {
 		w.Kill()
 	}
-	res.Status, res.Reason = ipc.StatusInterrupted, reason
+	res.Status, res.Reason = StatusInterrupted, reason
 	if _, gone := w.Exit(5 * time.Second); !gone {
 		// Not provably stopped: nothing is written; a resume records the
 		// end once the lease proves the worker gone.

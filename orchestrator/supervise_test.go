@@ -36,7 +36,7 @@ func TestChildEndings(t *testing.T) {
 		cfg    Config
 		child  play
 		fail   error
-		status string
+		status Status
 		// reason and want may hold %[1]d (the child's pid) and %[2]s (its
 		// transcript).
 		reason     string

@@ -321,7 +321,7 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id, Background: e.call.background})
 	})
 	if err != nil {
-		return o.finish(e, attemptResult{AttemptID: e.spec.AttemptID, Status: ipc.StatusAborted, Reason: fmt.Sprintf("cancelled while queued: %v", err)})
+		return o.finish(e, attemptResult{AttemptID: e.spec.AttemptID, Status: StatusAborted, Reason: fmt.Sprintf("cancelled while queued: %v", err)})
 	}
 	// The slot is held until task.end is out, so the events never show
 	// more children than the window.

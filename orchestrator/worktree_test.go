@@ -12,6 +12,7 @@ import (
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worktree"
 )
 
@@ -268,7 +269,7 @@ func TestRefusedNewWorktreeChildLeavesNothing(t *testing.T) {
 	h := newHarness(t, Config{Cwd: repo, MaxDepth: 1}, cast{
 		main: delegates(`{"prompt":"x","worktree":true}`),
 		child: func(w *fakeWorker) {
-			w.Finish(ipc.Outcome{Status: ipc.StatusRefused, Reason: "create transcript: file exists"})
+			w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeCreateFailed, Reason: "create transcript: file exists"})
 		},
 	}.play)
 	h.run(t, RunOptions{Prompt: "p"})

@@ -81,11 +81,11 @@ func (l *childLookup) status(in worktree.Info) worktree.ChildStatus {
 			if k.Path != path {
 				continue
 			}
-			cs := worktree.ChildStatus{Transcript: path, LastStatus: k.LastStatus, Problem: k.Problem}
+			cs := worktree.ChildStatus{Transcript: path, LastStatus: string(k.LastStatus), Problem: k.Problem}
 			if k.ID != in.ChildID && k.Problem == "" {
 				cs.Problem = fmt.Sprintf("its header names child %q", k.ID)
 			}
-			cs.Resumable = cs.Problem == "" && k.LastStatus != "completed"
+			cs.Resumable = cs.Problem == "" && k.LastStatus != StatusCompleted
 			if out.Transcript == "" || cs.Resumable {
 				out = cs
 			}

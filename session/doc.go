@@ -9,6 +9,13 @@
 // children: a task_wait result), and the lookup and listing of sessions and
 // their children under $INK_HOME.
 //
+// It also owns the closed sets every other package of ink shares, being the
+// lowest one they all import: Status (how an attempt or a task ended, the
+// same string on disk it always was; an unknown one does not decode), Cap
+// (the cap that wrapped an agent up early, likewise) and Code (why ink
+// refused to run or continue a transcript, carried beside its message,
+// never inside it).
+//
 // Four readers serve four needs, each reading line by line with memory of
 // the order of the longest line: Open parses a whole transcript; OpenLean
 // parses it for supervision, keeping long messages that are not about tasks

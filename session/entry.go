@@ -36,8 +36,8 @@ type AttemptEntry struct {
 	Pid   int       `json:"pid,omitempty"`
 	Time  time.Time `json:"time"`
 	// Status is the outcome (end only): completed, aborted, timeout, crash
-	// or interrupted.
-	Status string `json:"status,omitempty"`
+	// or interrupted (Status.EndsAttempt).
+	Status Status `json:"status,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Turns counts the model turns of this attempt (end only).
 	Turns int          `json:"turns,omitempty"`
@@ -51,7 +51,7 @@ type AttemptEntry struct {
 	FinalText string `json:"finalText,omitempty"`
 	// Capped (end only) is CappedTurns or CappedBudget when the attempt was
 	// stopped by a cap and FinalText is its wrap-up answer.
-	Capped string `json:"capped,omitempty"`
+	Capped Cap `json:"capped,omitempty"`
 	// Health (end only) lists the health watch's observations.
 	Health []string `json:"health,omitempty"`
 	// Lifetime (end only) sums every attempt of the transcript, this one
@@ -109,11 +109,6 @@ type wireCompaction struct {
 	*CompactionEntry
 }
 
-// validAttemptStatus lists the end statuses an attempt entry may carry.
-var validAttemptStatus = map[string]bool{
-	"completed": true, "aborted": true, "timeout": true, "crash": true, "interrupted": true,
-}
-
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
@@ -143,6 +138,11 @@ func decodeEntry(line []byte) (Entry, error) {
 	case EntryAttempt:
 		var a AttemptEntry
 		if err := json.Unmarshal(line, &a); err != nil {
+			var unknown *UnknownStatusError
+			var unknownCap *UnknownCapError
+			if errors.As(err, &unknown) || errors.As(err, &unknownCap) {
+				return Entry{}, fmt.Errorf("attempt entry: %w", err)
+			}
 			return Entry{}, fmt.Errorf("invalid JSON: %w", err)
 		}
 		if err := validateAttempt(a); err != nil {
@@ -206,7 +206,7 @@ func validateAttempt(a AttemptEntry) error {
 	switch a.Phase {
 	case PhaseStart:
 	case PhaseEnd:
-		if !validAttemptStatus[a.Status] {
+		if !a.Status.EndsAttempt() {
 			return fmt.Errorf("attempt end has status %q, want one of completed, aborted, timeout, crash, interrupted", a.Status)
 		}
 	default:
@@ -215,7 +215,7 @@ func validateAttempt(a AttemptEntry) error {
 	if a.Turns < 0 || a.FinalTextLen < 0 {
 		return errors.New("attempt entry has a negative count")
 	}
-	if a.Capped != "" && a.Capped != CappedTurns && a.Capped != CappedBudget {
+	if !a.Capped.Known() {
 		return fmt.Errorf("attempt entry has capped %q, want turns or budget", a.Capped)
 	}
 	return nil

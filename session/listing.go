@@ -23,7 +23,7 @@ type ChildSummary struct {
 	Agent string
 	// LastStatus is the status of the last attempt end entry, "unfinished"
 	// when the last attempt has a start but no end, "" when none ran.
-	LastStatus string
+	LastStatus Status
 	// Attempts counts the attempts started on the transcript.
 	Attempts int
 	// Problem says why the file cannot be resumed as this session's child
@@ -42,16 +42,12 @@ type SessionSummary struct {
 	// Children counts the files in the session's children directory.
 	Children int
 	// LastStatus is as in ChildSummary.
-	LastStatus string
+	LastStatus Status
 	// FirstPrompt is the start of the first user message, on one line.
 	FirstPrompt string
 	// Problem says why the transcript could not be read ("" when fine).
 	Problem string
 }
-
-// StatusUnfinished is the LastStatus of a transcript whose last attempt
-// started and never recorded its end (it is running, or its worker died).
-const StatusUnfinished = "unfinished"
 
 // ListChildren lists the transcripts in mainPath's children directory,
 // sorted by id then path, with each child's last status and any problem
@@ -230,7 +226,7 @@ func scanChildren(dir string) ([]childFile, error) {
 // transcriptSummary is what summarise finds.
 type transcriptSummary struct {
 	attempts    int
-	lastStatus  string
+	lastStatus  Status
 	firstPrompt string
 }
 

@@ -7,22 +7,11 @@ import (
 	"strings"
 )
 
-// Lookup refusal codes (docs/architecture.md, "Resume", step 1), plus bad-id for an id that is not
-// in the id alphabet.
-const (
-	CodeNotFound      = "not-found"
-	CodeAmbiguous     = "ambiguous"
-	CodeNotOwned      = "not-owned"
-	CodeMalformed     = "malformed"
-	CodeMissingLaunch = "missing-launch"
-	CodeInvalidLaunch = "invalid-launch"
-	CodeBadID         = "bad-id"
-)
-
 // LookupError is a refusal of FindChild. Callers branch on Code.
 type LookupError struct {
-	// Code is one of the Code* constants.
-	Code string
+	// Code is CodeBadID, CodeNotFound, CodeAmbiguous, CodeMalformed,
+	// CodeNotOwned, CodeMissingLaunch or CodeInvalidLaunch.
+	Code Code
 	// Message says what was wrong, for a user.
 	Message string
 	// Children lists this parent's children (not-found and ambiguous).
@@ -93,7 +82,7 @@ func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 	}
 	c := matches[0]
 	h := c.header
-	refuse := func(code, format string, args ...any) (ChildInfo, error) {
+	refuse := func(code Code, format string, args ...any) (ChildInfo, error) {
 		return ChildInfo{}, &LookupError{Code: code, Message: fmt.Sprintf("cannot resume child %q: ", childID) + fmt.Sprintf(format, args...)}
 	}
 	if h.Parent != parentID {

@@ -31,7 +31,7 @@ func newFamily(t *testing.T) family {
 
 // child writes a child transcript named file with header h and the given
 // attempt end statuses ("" = a start without an end).
-func (f family) child(t *testing.T, file string, h Header, statuses ...string) string {
+func (f family) child(t *testing.T, file string, h Header, statuses ...Status) string {
 	t.Helper()
 	path := filepath.Join(ChildrenDir(f.main), file)
 	if h.Cwd == "" {
@@ -140,8 +140,9 @@ func TestFindChildRefusals(t *testing.T) {
 	os.Symlink(target, filepath.Join(ChildrenDir(f.main), "link.jsonl"))
 
 	for _, tc := range []struct {
-		name, id, code string
-		want           []string
+		name, id string
+		code     Code
+		want     []string
 	}{
 		{"slash", "a/b", CodeBadID, []string{"not a child id"}},
 		{"dotdot", "..", CodeBadID, nil},
@@ -243,7 +244,7 @@ func TestListSessions(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	cwd := "/home/me/proj"
-	mk := func(created time.Time, prompt string, statuses ...string) string {
+	mk := func(created time.Time, prompt string, statuses ...Status) string {
 		id := NewID()
 		path := MainPath(home, cwd, id)
 		w, err := Create(path, Header{ID: id, Cwd: cwd, CreatedAt: created})

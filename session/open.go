@@ -62,30 +62,12 @@ type Opened struct {
 
 // Refusal is why OpenAttempt refused: nothing was written.
 type Refusal struct {
-	// Code is what kind of refusal it is.
-	Code RefusalCode
+	// Code is what kind of refusal it is: CodeCreateFailed, CodeMalformed
+	// or CodeHeaderChanged.
+	Code Code
 	// Reason says what was found and what to do.
 	Reason string
 }
-
-// RefusalCode is the closed set of OpenAttempt's refusals.
-type RefusalCode string
-
-// The refusals of OpenAttempt.
-const (
-	// RefusedCreate: a new transcript could not be created.
-	RefusedCreate RefusalCode = "create"
-	// RefusedMalformed: the transcript cannot be read or continued.
-	RefusedMalformed RefusalCode = "malformed"
-	// RefusedHeaderChanged: the header differs from the validated one.
-	RefusedHeaderChanged RefusalCode = "header-changed"
-	// RefusedNeedsRepair: the transcript ends in an interrupted state and
-	// repair was not allowed.
-	RefusedNeedsRepair RefusalCode = "needs-repair"
-	// RefusedOpen: the transcript's tail could not be repaired or the file
-	// not opened for writing.
-	RefusedOpen RefusalCode = "open"
-)
 
 // OpenAttempt creates or continues the transcript of req for one attempt:
 // a new one gets its header, start entry and prompt in one write; a
@@ -100,7 +82,7 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 	if fsys == nil {
 		fsys = durable.OS
 	}
-	refuse := func(code RefusalCode, format string, args ...any) (*Opened, *Refusal, error) {
+	refuse := func(code Code, format string, args ...any) (*Opened, *Refusal, error) {
 		return nil, &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}, nil
 	}
 	start, prompt := req.Start, req.Prompt
@@ -108,7 +90,7 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 	if req.Create != nil {
 		w, written, err := CreateSyncing(fsys, req.Path, *req.Create, req.SyncBefore, first...)
 		if err != nil {
-			return refuse(RefusedCreate, "create transcript: %v", err)
+			return refuse(CodeCreateFailed, "create transcript: %v", err)
 		}
 		view := NewView()
 		_ = view.Apply(written[1])
@@ -116,11 +98,11 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 	}
 	tr, err := ReadForResume(req.Path)
 	if err != nil {
-		return refuse(RefusedMalformed, "%v", err)
+		return refuse(CodeMalformed, "%v", err)
 	}
 	if len(req.ExpectHeader) > 0 {
 		if changed, err := headerChanged(tr.Header, req.ExpectHeader); err != nil || changed {
-			return refuse(RefusedHeaderChanged, "the transcript %s changed since it was validated (its header differs); nothing was written", req.Path)
+			return refuse(CodeHeaderChanged, "the transcript %s changed since it was validated (its header differs); nothing was written", req.Path)
 		}
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
@@ -129,19 +111,19 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 	answers := DanglingAnswers(msgs, req.Answers)
 	scan := ScanPairs(append(slices.Clone(msgs), answers...))
 	if scan.State == Refused {
-		return refuse(RefusedMalformed, "the transcript %s cannot be continued: %s", req.Path, scan.Reason)
+		return refuse(CodeMalformed, "the transcript %s cannot be continued: %s", req.Path, scan.Reason)
 	}
 	if (tr.Torn != nil || scan.State == Repairable) && !req.Repair {
-		return refuse(RefusedNeedsRepair, "the transcript %s ends in an interrupted state and repair was not allowed", req.Path)
+		return refuse(CodeMalformed, "the transcript %s ends in an interrupted state and repair was not allowed", req.Path)
 	}
 	if tr.Torn != nil {
 		if _, err := tr.RepairTail(fsys); err != nil {
-			return refuse(RefusedOpen, "repair %s: %v", req.Path, err)
+			return refuse(CodeMalformed, "repair %s: %v", req.Path, err)
 		}
 	}
 	w, err := tr.OpenWriter(fsys)
 	if err != nil {
-		return refuse(RefusedOpen, "%v", err)
+		return refuse(CodeMalformed, "%v", err)
 	}
 	repairs := answers
 	if scan.State == Repairable {

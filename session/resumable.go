@@ -385,7 +385,7 @@ func LostEnd(start AttemptEntry, reason string, lifetime Lifetime) AttemptEntry 
 	life := lifetime.With(nil)
 	return AttemptEntry{
 		Phase: PhaseEnd, AttemptID: start.AttemptID, Epoch: start.Epoch, Pid: start.Pid,
-		Status: "interrupted", Reason: reason, Lifetime: &life,
+		Status: StatusInterrupted, Reason: reason, Lifetime: &life,
 	}
 }
 

@@ -15,16 +15,6 @@ import (
 // MaxReasonRunes bounds a TaskRecord's reason, in characters.
 const MaxReasonRunes = 300
 
-// Task statuses.
-const (
-	StatusCompleted   = "completed"
-	StatusAborted     = "aborted"
-	StatusTimeout     = "timeout"
-	StatusCrash       = "crash"
-	StatusInterrupted = "interrupted"
-	StatusRejected    = "rejected"
-)
-
 // TaskRecord is stored beside the toolResult message of a `task` call in
 // the parent's transcript and is never sent to a model. Absent fields are
 // omitted from its JSON.
@@ -43,8 +33,8 @@ type TaskRecord struct {
 	// TimeoutMs is the attempt's time limit; 0 means none.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Status is one of completed, aborted, timeout, crash, interrupted,
-	// rejected.
-	Status string `json:"status"`
+	// rejected (Status.OfTaskRecord).
+	Status Status `json:"status"`
 	// Reason says why, in at most MaxReasonRunes characters.
 	Reason      string           `json:"reason,omitempty"`
 	Turns       int              `json:"turns,omitempty"`
@@ -55,18 +45,12 @@ type TaskRecord struct {
 	// Capped says that the child was stopped by a cap and its text is a
 	// wrap-up answer, not a confirmed completion: CappedTurns (its turn
 	// cap) or CappedBudget (the tree's token budget).
-	Capped string `json:"capped,omitempty"`
+	Capped Cap `json:"capped,omitempty"`
 	// Health lists what the health watch observed during the attempt (a
 	// call repeated turn after turn, edits failing again and again, a tool
 	// open too long), one line each. Observations, not verdicts.
 	Health []string `json:"health,omitempty"`
 }
-
-// Caps a child can be stopped by (TaskRecord.Capped, AttemptEntry.Capped).
-const (
-	CappedTurns  = "turns"
-	CappedBudget = "budget"
-)
 
 // TranscriptRef says where the child's transcript is, or why there is none.
 type TranscriptRef struct {
@@ -81,11 +65,6 @@ type WorktreeOutcome struct {
 	Branch      string `json:"branch,omitempty"`
 	Disposition string `json:"disposition"`
 	Detail      string `json:"detail,omitempty"`
-}
-
-var validTaskStatus = map[string]bool{
-	StatusCompleted: true, StatusAborted: true, StatusTimeout: true,
-	StatusCrash: true, StatusInterrupted: true, StatusRejected: true,
 }
 
 // ParseTaskRecord decodes and validates a TaskRecord (see Validate).
@@ -121,7 +100,7 @@ func (r TaskRecord) Validate() error {
 	if r.ChildID != "" && !ValidID(r.ChildID) {
 		bad("childId %q is not a valid id", r.ChildID)
 	}
-	if !validTaskStatus[r.Status] {
+	if !r.Status.OfTaskRecord() {
 		bad("status %q is not one of completed, aborted, timeout, crash, interrupted, rejected", r.Status)
 	}
 	if n := utf8.RuneCountInString(r.Reason); n > MaxReasonRunes {
@@ -162,7 +141,7 @@ func (r TaskRecord) Validate() error {
 	if u := r.Usage; u != nil && (u.Input < 0 || u.Output < 0 || u.CacheRead < 0 || u.CacheWrite < 0) {
 		bad("usage has a negative count")
 	}
-	if r.Capped != "" && r.Capped != CappedTurns && r.Capped != CappedBudget {
+	if !r.Capped.Known() {
 		bad("capped %q is not one of turns, budget", r.Capped)
 	}
 	for _, h := range r.Health {

@@ -274,7 +274,7 @@ func TestTaskRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(child, status string) json.RawMessage {
+	rec := func(child string, status Status) json.RawMessage {
 		r := TaskRecord{Version: 1, AttemptID: "a-" + child, ChildID: child, Launched: true, Status: status}
 		b, _ := json.Marshal(r)
 		return b
@@ -299,7 +299,7 @@ func TestTaskRecordsRoundTrip(t *testing.T) {
 	var got []string
 	for _, m := range tr.Messages {
 		for _, r := range TaskRecordsOf(m) {
-			got = append(got, r.ChildID+":"+r.Status)
+			got = append(got, r.ChildID+":"+string(r.Status))
 		}
 	}
 	if strings.Join(got, ",") != "c1:completed,c2:timeout,c3:aborted" {

@@ -33,25 +33,32 @@ var errHostLost = errors.New("the supervisor was lost")
 
 // outcome is how an attempt ended.
 type outcome struct {
-	Status string
+	Status session.Status
+	Code   session.Code // why a refused attempt was refused
 	Reason string
 	Text   string
 	Turns  int
 	Usage  model.Usage
 	Epoch  int64
-	Capped string   // loop.CappedTurns or CappedBudget: Text is a wrap-up answer
-	Health []string // the loop's health observations
+	Capped session.Cap // a cap wrapped the attempt up: Text is a wrap-up answer
+	Health []string    // the loop's health observations
+}
+
+// capOf is the session.Cap of a loop result's Capped (loop.CappedTurns,
+// loop.CappedBudget or ""): the loop names its caps with the same words.
+func capOf(loopCap string) session.Cap {
+	return session.Cap(loopCap)
 }
 
 // stopReason is the first reason an attempt was asked to stop; later ones
 // are ignored so the outcome says what really happened.
 type stopReason struct {
 	once   sync.Once
-	status string
+	status session.Status
 	reason string
 }
 
-func (s *stopReason) set(status, reason string) {
+func (s *stopReason) set(status session.Status, reason string) {
 	s.once.Do(func() { s.status, s.reason = status, reason })
 }
 
@@ -183,7 +190,7 @@ func (a *attempt) receive(ctx context.Context) {
 			if ctx.Err() == nil {
 				a.log.Warn("Host stream broke", "err", err)
 			}
-			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			a.cancel(errHostLost)
 			a.hostGoneOnce.Do(func() { close(a.hostGone) })
 			return
@@ -199,16 +206,16 @@ func (a *attempt) receive(ctx context.Context) {
 			case <-ctx.Done():
 			}
 		case ipc.Cancel:
-			if m.Status == ipc.StatusInterrupted {
+			if m.Status == session.StatusInterrupted {
 				// The supervisor stops this worker as host lost (its client
 				// went away): end exactly as if it had died.
-				a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+				a.stop.set(session.StatusInterrupted, ipc.HostLost)
 				a.cancel(errHostLost)
 				continue
 			}
 			status := m.Status
-			if status != ipc.StatusTimeout {
-				status = ipc.StatusAborted
+			if status != session.StatusTimeout {
+				status = session.StatusAborted
 			}
 			reason := m.Reason
 			if reason == "" {
@@ -309,7 +316,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	go func() {
 		select {
 		case <-hostCtx.Done():
-			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			cancel(errHostLost)
 		case <-ctx.Done():
 		}
@@ -319,7 +326,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		// A remote worker's parent is whatever ran it (sshd, a container's
 		// init); its stream alone says whether its host lives.
 		go watchParent(ctx, func() {
-			a.stop.set(ipc.StatusInterrupted, ipc.HostLost)
+			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			cancel(errHostLost)
 		})
 	}
@@ -329,7 +336,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	var early *outcome
 	if a.remote != nil && sp.Remote.Workspace != nil {
 		if err := a.materialise(ctx); err != nil {
-			early = &outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: sp.Remote.Epoch}
+			early = &outcome{Status: session.StatusCrash, Reason: err.Error(), Epoch: sp.Remote.Epoch}
 		}
 	}
 	// The tools and the provider are built while the lease and the
@@ -353,7 +360,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 			select {
 			case <-rs.Fenced():
 				if err := rs.Check(); errors.Is(err, errFenced) {
-					a.stop.set(ipc.StatusCrash, err.Error())
+					a.stop.set(session.StatusCrash, err.Error())
 					cancel(err)
 				}
 			case <-ctx.Done():
@@ -382,7 +389,7 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 
 	pool, provider, err := prep.take()
 	if err != nil {
-		return a.end(w, l, outcome{Status: ipc.StatusCrash, Reason: err.Error(), Epoch: epoch})
+		return a.end(w, l, outcome{Status: session.StatusCrash, Reason: err.Error(), Epoch: epoch})
 	}
 	// Read the window off the provider itself, before wrappers hide it.
 	window := contextWindow(sp, provider)
@@ -454,20 +461,20 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 	if runErr == nil && slices.Contains(sp.Tools, "task") {
 		res, runErr = a.collectBackground(ctx, w, l, view, res, &turnBase, run)
 	}
-	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: ipc.StatusCompleted, Capped: res.Capped, Health: res.Health}
+	out := outcome{Text: res.FinalText, Turns: res.Turns, Usage: res.Usage, Epoch: epoch, Status: session.StatusCompleted, Capped: capOf(res.Capped), Health: res.Health}
 	if runErr != nil {
 		switch {
 		case ctx.Err() != nil && a.stop.status != "":
 			out.Status, out.Reason = a.stop.status, a.stop.reason
 		case errors.Is(runErr, context.Canceled):
-			out.Status, out.Reason = ipc.StatusAborted, runErr.Error()
+			out.Status, out.Reason = session.StatusAborted, runErr.Error()
 		default:
-			out.Status, out.Reason = ipc.StatusCrash, runErr.Error()
+			out.Status, out.Reason = session.StatusCrash, runErr.Error()
 		}
 	}
 	if l.Check() != nil {
 		// Another holder owns the transcript now: write nothing more.
-		out.Status, out.Reason = ipc.StatusCrash, l.Check().Error()
+		out.Status, out.Reason = session.StatusCrash, l.Check().Error()
 		return out
 	}
 	return a.end(w, l, out)
@@ -484,7 +491,7 @@ func (a *attempt) openLocal(ctx context.Context, cancel context.CancelCauseFunc)
 	// the background, with its transcript (openTranscript).
 	syncDirs, err := durable.MkdirAllLater(a.fsys, filepath.Dir(sp.Transcript), 0o700)
 	if err != nil {
-		return nil, nil, nil, &outcome{Status: ipc.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
+		return nil, nil, nil, &outcome{Status: session.StatusCrash, Reason: fmt.Sprintf("transcript directory: %v", err)}
 	}
 	a.syncDirs = syncDirs
 	heartbeat := sp.HeartbeatInterval
@@ -501,12 +508,12 @@ func (a *attempt) openLocal(ctx context.Context, cancel context.CancelCauseFunc)
 		// Busy, or a lease file that is a symlink or directory: nothing ran
 		// and nothing was written, so the attempt is refused.
 		if errors.Is(err, lease.ErrBusy) {
-			return nil, nil, nil, &outcome{Status: ipc.StatusRefused, Reason: "still-running: " + err.Error()}
+			return nil, nil, nil, &outcome{Status: session.StatusRefused, Code: session.CodeStillRunning, Reason: err.Error()}
 		}
 		if errors.Is(err, lease.ErrBadLeaseFile) {
-			return nil, nil, nil, &outcome{Status: ipc.StatusRefused, Reason: err.Error()}
+			return nil, nil, nil, &outcome{Status: session.StatusRefused, Code: session.CodeMalformed, Reason: err.Error()}
 		}
-		return nil, nil, nil, &outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+		return nil, nil, nil, &outcome{Status: session.StatusCrash, Reason: err.Error()}
 	}
 	a.held.Store(l)
 	release := func() {
@@ -524,7 +531,7 @@ func (a *attempt) openLocal(ctx context.Context, cancel context.CancelCauseFunc)
 	go func() {
 		select {
 		case <-l.Fenced():
-			a.stop.set(ipc.StatusCrash, l.FenceErr().Error())
+			a.stop.set(session.StatusCrash, l.FenceErr().Error())
 			cancel(l.FenceErr())
 		case <-ctx.Done():
 		}
@@ -594,8 +601,8 @@ func (a *attempt) end(w sink, l holder, out outcome) outcome {
 	})
 	if err != nil {
 		a.log.Error("Attempt end entry not written", "err", err)
-		if out.Status == ipc.StatusCompleted {
-			out.Status, out.Reason = ipc.StatusCrash, fmt.Sprintf("transcript write: %v", err)
+		if out.Status == session.StatusCompleted {
+			out.Status, out.Reason = session.StatusCrash, fmt.Sprintf("transcript write: %v", err)
 		}
 	}
 	return out
@@ -640,13 +647,9 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 	opened, refusal, err := session.OpenAttempt(req)
 	switch {
 	case err != nil:
-		return nil, nil, &outcome{Status: ipc.StatusCrash, Reason: err.Error()}
+		return nil, nil, &outcome{Status: session.StatusCrash, Reason: err.Error()}
 	case refusal != nil:
-		reason := refusal.Reason
-		if refusal.Code == session.RefusedMalformed || refusal.Code == session.RefusedHeaderChanged {
-			reason = string(refusal.Code) + ": " + reason
-		}
-		return nil, nil, &outcome{Status: ipc.StatusRefused, Reason: reason}
+		return nil, nil, &outcome{Status: session.StatusRefused, Code: refusal.Code, Reason: refusal.Reason}
 	}
 	a.reserved, a.lifetime = opened.Reserved, opened.Lifetime
 	if opened.Repaired > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/loop"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 )
@@ -74,19 +75,20 @@ func TestOpenTranscriptRefusals(t *testing.T) {
 		name   string
 		msgs   []model.Message
 		spec   func(h session.Header, path string) ipc.AttemptSpec
+		code   session.Code
 		reason string
 	}{
 		{"header changed", []model.Message{model.UserText("go")}, func(h session.Header, path string) ipc.AttemptSpec {
 			h.Cwd = "/elsewhere"
 			hdr, _ := json.Marshal(h)
 			return ipc.AttemptSpec{Transcript: path, ExpectHeader: hdr, Repair: true}
-		}, "changed since it was validated"},
+		}, session.CodeHeaderChanged, "changed since it was validated"},
 		{"repair not allowed", tail, func(h session.Header, path string) ipc.AttemptSpec {
 			return ipc.AttemptSpec{Transcript: path}
-		}, "repair was not allowed"},
+		}, session.CodeMalformed, "repair was not allowed"},
 		{"gap mid-history", append(append([]model.Message(nil), tail...), model.UserText("more")), func(h session.Header, path string) ipc.AttemptSpec {
 			return ipc.AttemptSpec{Transcript: path, Repair: true}
-		}, "cannot be continued"},
+		}, session.CodeMalformed, "cannot be continued"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,8 +98,12 @@ func TestOpenTranscriptRefusals(t *testing.T) {
 			if w != nil {
 				w.Close()
 			}
-			if refused == nil || refused.Status != ipc.StatusRefused || !strings.Contains(refused.Reason, c.reason) {
-				t.Fatalf("outcome %+v, want a refusal saying %q", refused, c.reason)
+			if refused == nil || refused.Status != session.StatusRefused || refused.Code != c.code || !strings.Contains(refused.Reason, c.reason) {
+				t.Fatalf("outcome %+v, want a refusal %s saying %q", refused, c.code, c.reason)
+			}
+			// The code travels beside the reason, not inside it.
+			if strings.HasPrefix(refused.Reason, string(c.code)) {
+				t.Errorf("reason %q starts with its code", refused.Reason)
 			}
 			after, _ := os.ReadFile(path)
 			if !bytes.Equal(before, after) {
@@ -165,5 +171,15 @@ func TestOpenTranscriptRepairsInCallOrder(t *testing.T) {
 	}
 	if ev, ok := stream.sent[0].(ipc.Event); !ok || ev.Body.Kind() != "warning" {
 		t.Fatalf("want one warning event, got %v", stream.sent)
+	}
+}
+
+// TestLoopCapsAreSessionCaps: the loop's caps become the outcome's by the
+// same word, so the two vocabularies cannot drift apart unnoticed.
+func TestLoopCapsAreSessionCaps(t *testing.T) {
+	for loopCap, want := range map[string]session.Cap{"": "", loop.CappedTurns: session.CappedTurns, loop.CappedBudget: session.CappedBudget} {
+		if got := capOf(loopCap); got != want || !got.Known() {
+			t.Errorf("capOf(%q) = %q, want %q", loopCap, got, want)
+		}
 	}
 }

@@ -115,7 +115,7 @@ func (h *crashHost) runChild(req ipc.TaskRequest) ipc.TaskAnswer {
 	out := runCrashAttempt(h.t, h.k, spec, h.wg)
 	rec := session.TaskRecord{Version: 1, AttemptID: spec.AttemptID, TaskToolCallID: req.ToolCallID, ParentSessionID: h.spec.SessionID,
 		ChildID: id, Launched: true, Status: out.Status, Reason: out.Reason, Turns: out.Turns}
-	return ipc.TaskAnswer{CorrelationID: req.CorrelationID, Content: out.Status + ": " + out.Text + "\nchild session id: " + id, IsError: out.Status != ipc.StatusCompleted, Record: &rec}
+	return ipc.TaskAnswer{CorrelationID: req.CorrelationID, Content: string(out.Status) + ": " + out.Text + "\nchild session id: " + id, IsError: out.Status != session.StatusCompleted, Record: &rec}
 }
 
 // runCrashAttempt runs spec in this process on k's filesystem and returns
@@ -344,7 +344,7 @@ func checkRecovery(t *testing.T, where string, k *acks, spec ipc.AttemptSpec) {
 				fail("%s after its resume: %v", path, err)
 				return
 			}
-			if end, ok := tr.LastAttemptEnd(); !ok || end.Status != ipc.StatusInterrupted || end.Reason != ipc.HostLost {
+			if end, ok := tr.LastAttemptEnd(); !ok || end.Status != session.StatusInterrupted || end.Reason != ipc.HostLost {
 				fail("%s: the lost attempt's end was not recorded as interrupted / host lost: %+v", path, end)
 			}
 		}

@@ -115,7 +115,7 @@ func TestRemoteAttemptWritesThroughItsHost(t *testing.T) {
 	spec, h := remoteAttempt(t, lsThenAnswer)
 	a := newAttempt(spec, h, slog.New(slog.DiscardHandler))
 	out := a.run(context.Background())
-	if out.Status != ipc.StatusCompleted || out.Text != "all seen" || out.Epoch != 3 {
+	if out.Status != session.StatusCompleted || out.Text != "all seen" || out.Epoch != 3 {
 		t.Fatalf("outcome %+v", out)
 	}
 	h.mu.Lock()
@@ -129,7 +129,7 @@ func TestRemoteAttemptWritesThroughItsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, ok := tr.LastAttemptEnd()
-	if !ok || end.AttemptID != spec.AttemptID || end.Epoch != 3 || end.Status != ipc.StatusCompleted || end.Lifetime == nil || end.Lifetime.Attempts != 1 {
+	if !ok || end.AttemptID != spec.AttemptID || end.Epoch != 3 || end.Status != session.StatusCompleted || end.Lifetime == nil || end.Lifetime.Attempts != 1 {
 		t.Fatalf("end entry %+v (%v)", end, ok)
 	}
 	if n := len(tr.Messages); n != 4 {
@@ -146,7 +146,7 @@ func TestRemoteAttemptFenced(t *testing.T) {
 	before, _ := os.ReadFile(h.path)
 	a := newAttempt(spec, h, slog.New(slog.DiscardHandler))
 	out := a.run(context.Background())
-	if out.Status != ipc.StatusCrash || !strings.Contains(out.Reason, "fenced") || !strings.Contains(out.Reason, "epoch 4") {
+	if out.Status != session.StatusCrash || !strings.Contains(out.Reason, "fenced") || !strings.Contains(out.Reason, "epoch 4") {
 		t.Fatalf("outcome %s %q, want a crash saying it was fenced", out.Status, out.Reason)
 	}
 	h.mu.Lock()

@@ -177,7 +177,7 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	out := a.run(stream.Context())
 	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns, "peakRSS", peakRSS())
 	a.send(ipc.Outcome{
-		Status: out.Status, Reason: out.Reason, Text: out.Text, Turns: out.Turns, Usage: out.Usage,
+		Status: out.Status, Code: out.Code, Reason: out.Reason, Text: out.Text, Turns: out.Turns, Usage: out.Usage,
 		AttemptID: sp.AttemptID, Epoch: out.Epoch, Health: out.Health, Capped: out.Capped,
 	})
 	t := time.NewTimer(ackWait)

@@ -303,7 +303,7 @@ func waitDead(t *testing.T, pids []int) {
 }
 
 // lastStatus is how the newest attempt recorded in a transcript ended.
-func lastStatus(t *testing.T, path string) string {
+func lastStatus(t *testing.T, path string) session.Status {
 	t.Helper()
 	tr, err := session.Open(path)
 	if err != nil {

@@ -106,7 +106,7 @@ func TestStoppedWorkerIsLost(t *testing.T) {
 	}
 	var phases []string
 	for _, a := range tr.Attempts() {
-		phases = append(phases, a.Phase+":"+a.Status+":"+a.Reason)
+		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
 	}
 	if got := strings.Join(phases, ","); got != "start::,end:interrupted:worker lost: no heartbeat for 4s,start::,end:completed:" {
 		t.Fatalf("attempt entries %s", got)

@@ -157,7 +157,7 @@ func (e *env) childTranscript(t *testing.T, childID string) *session.Transcript 
 type attemptSpan struct {
 	pid        int
 	start, end time.Time
-	status     string
+	status     session.Status
 	reason     string
 }
 

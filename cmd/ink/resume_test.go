@@ -462,7 +462,7 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 	var phases []string
 	var lastEpoch int64
 	for _, a := range tr.Attempts() {
-		phases = append(phases, a.Phase+":"+a.Status+":"+a.Reason)
+		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
 		lastEpoch = a.Epoch
 	}
 	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
@@ -1050,7 +1050,7 @@ func TestSessionsShow(t *testing.T) {
 	for _, m := range doc.Messages {
 		if m.TaskRecord != nil {
 			records++
-			if status[m.TaskRecord.ChildID] != m.TaskRecord.Status {
+			if status[m.TaskRecord.ChildID] != string(m.TaskRecord.Status) {
 				t.Errorf("TaskRecord %+v does not match task.end %v", m.TaskRecord, status)
 			}
 		}

@@ -101,7 +101,7 @@ func continueHint(res orchestrator.RunResult) string {
 }
 
 // exitCode maps an outcome status to ink's exit code (see main.go).
-func exitCode(status string) int {
+func exitCode(status orchestrator.Status) int {
 	switch status {
 	case orchestrator.StatusCompleted:
 		return exitOK

@@ -55,7 +55,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				if s.Problem != "" {
 					p = "(" + s.Problem + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Children, dash(s.LastStatus), clipLine(p, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Children, dash(string(s.LastStatus)), clipLine(p, 60))
 			}
 			return tw.Flush()
 		},
@@ -124,7 +124,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if c.Problem != "" {
 						p = "  (" + c.Problem + ")"
 					}
-					fmt.Printf("  %s  %-11s %d attempt(s)  agent %s%s\n", dash(c.ID), dash(c.LastStatus), c.Attempts, dash(c.Agent), p)
+					fmt.Printf("  %s  %-11s %d attempt(s)  agent %s%s\n", dash(c.ID), dash(string(c.LastStatus)), c.Attempts, dash(c.Agent), p)
 				}
 				fmt.Println("continue a child with: ink task --resume <child id> \"…\"")
 			}
@@ -183,7 +183,8 @@ func fillShellSummary(s *session.SessionSummary) {
 	if err != nil {
 		return
 	}
-	status, prompt := "", ""
+	var status session.Status
+	prompt := ""
 	for _, m := range tr.Messages {
 		for _, c := range m.ToolCalls {
 			if c.Name != "task" || prompt != "" {

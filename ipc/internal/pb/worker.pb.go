@@ -24,6 +24,176 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Status is how an attempt ended (session.Status). Its names are the JSON
+// values of session.Status in upper case, so that the two cannot drift
+// (ipc/convert.go maps them, and its test checks every value).
+type Status int32
+
+const (
+	Status_STATUS_UNSPECIFIED Status = 0 // never sent: an error on receipt
+	Status_STATUS_COMPLETED   Status = 1
+	Status_STATUS_ABORTED     Status = 2
+	Status_STATUS_TIMEOUT     Status = 3
+	Status_STATUS_CRASH       Status = 4
+	Status_STATUS_INTERRUPTED Status = 5
+	Status_STATUS_REFUSED     Status = 6 // Outcome only: the attempt never ran
+)
+
+// Enum value maps for Status.
+var (
+	Status_name = map[int32]string{
+		0: "STATUS_UNSPECIFIED",
+		1: "STATUS_COMPLETED",
+		2: "STATUS_ABORTED",
+		3: "STATUS_TIMEOUT",
+		4: "STATUS_CRASH",
+		5: "STATUS_INTERRUPTED",
+		6: "STATUS_REFUSED",
+	}
+	Status_value = map[string]int32{
+		"STATUS_UNSPECIFIED": 0,
+		"STATUS_COMPLETED":   1,
+		"STATUS_ABORTED":     2,
+		"STATUS_TIMEOUT":     3,
+		"STATUS_CRASH":       4,
+		"STATUS_INTERRUPTED": 5,
+		"STATUS_REFUSED":     6,
+	}
+)
+
+func (x Status) Enum() *Status {
+	p := new(Status)
+	*p = x
+	return p
+}
+
+func (x Status) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Status) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[0].Descriptor()
+}
+
+func (Status) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[0]
+}
+
+func (x Status) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Status.Descriptor instead.
+func (Status) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{0}
+}
+
+// RefusalCode says why a worker refused an attempt (session.Code).
+type RefusalCode int32
+
+const (
+	RefusalCode_REFUSAL_CODE_UNSPECIFIED    RefusalCode = 0 // every outcome but a refused one
+	RefusalCode_REFUSAL_CODE_STILL_RUNNING  RefusalCode = 1
+	RefusalCode_REFUSAL_CODE_MALFORMED      RefusalCode = 2
+	RefusalCode_REFUSAL_CODE_HEADER_CHANGED RefusalCode = 3
+	RefusalCode_REFUSAL_CODE_CREATE_FAILED  RefusalCode = 4
+)
+
+// Enum value maps for RefusalCode.
+var (
+	RefusalCode_name = map[int32]string{
+		0: "REFUSAL_CODE_UNSPECIFIED",
+		1: "REFUSAL_CODE_STILL_RUNNING",
+		2: "REFUSAL_CODE_MALFORMED",
+		3: "REFUSAL_CODE_HEADER_CHANGED",
+		4: "REFUSAL_CODE_CREATE_FAILED",
+	}
+	RefusalCode_value = map[string]int32{
+		"REFUSAL_CODE_UNSPECIFIED":    0,
+		"REFUSAL_CODE_STILL_RUNNING":  1,
+		"REFUSAL_CODE_MALFORMED":      2,
+		"REFUSAL_CODE_HEADER_CHANGED": 3,
+		"REFUSAL_CODE_CREATE_FAILED":  4,
+	}
+)
+
+func (x RefusalCode) Enum() *RefusalCode {
+	p := new(RefusalCode)
+	*p = x
+	return p
+}
+
+func (x RefusalCode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RefusalCode) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[1].Descriptor()
+}
+
+func (RefusalCode) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[1]
+}
+
+func (x RefusalCode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RefusalCode.Descriptor instead.
+func (RefusalCode) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{1}
+}
+
+// Cap says which cap wrapped an attempt up early (session.Cap).
+type Cap int32
+
+const (
+	Cap_CAP_NONE   Cap = 0 // no cap: a completion or another end
+	Cap_CAP_TURNS  Cap = 1
+	Cap_CAP_BUDGET Cap = 2
+)
+
+// Enum value maps for Cap.
+var (
+	Cap_name = map[int32]string{
+		0: "CAP_NONE",
+		1: "CAP_TURNS",
+		2: "CAP_BUDGET",
+	}
+	Cap_value = map[string]int32{
+		"CAP_NONE":   0,
+		"CAP_TURNS":  1,
+		"CAP_BUDGET": 2,
+	}
+)
+
+func (x Cap) Enum() *Cap {
+	p := new(Cap)
+	*p = x
+	return p
+}
+
+func (x Cap) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Cap) Descriptor() protoreflect.EnumDescriptor {
+	return file_worker_proto_enumTypes[2].Descriptor()
+}
+
+func (Cap) Type() protoreflect.EnumType {
+	return &file_worker_proto_enumTypes[2]
+}
+
+func (x Cap) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Cap.Descriptor instead.
+func (Cap) EnumDescriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{2}
+}
+
 // BeatsRequest opens the heartbeat stream.
 type BeatsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -636,10 +806,10 @@ func (x *Run) GetSpec() []byte {
 // Cancel asks the worker to stop at the next safe point.
 type Cancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status the attempt should end with: "aborted", "timeout", or
-	// "interrupted" when the supervisor stops it as host lost (its client
-	// went away).
-	Status        string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// status the attempt should end with: aborted, timeout, crash (a hung
+	// worker), or interrupted when the supervisor stops it as host lost (its
+	// client went away).
+	Status        Status `protobuf:"varint,3,opt,name=status,proto3,enum=ink.ipc.v1.Status" json:"status,omitempty"`
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -675,11 +845,11 @@ func (*Cancel) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *Cancel) GetStatus() string {
+func (x *Cancel) GetStatus() Status {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return Status_STATUS_UNSPECIFIED
 }
 
 func (x *Cancel) GetReason() string {
@@ -1282,8 +1452,12 @@ func (x *Usage) GetIncomplete() bool {
 // Outcome ends the attempt.
 type Outcome struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status: completed | aborted | timeout | crash | interrupted
-	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// status: completed, aborted, timeout, crash, interrupted or refused.
+	Status Status `protobuf:"varint,10,opt,name=status,proto3,enum=ink.ipc.v1.Status" json:"status,omitempty"`
+	// code says why a refused attempt was refused; unspecified otherwise.
+	Code RefusalCode `protobuf:"varint,11,opt,name=code,proto3,enum=ink.ipc.v1.RefusalCode" json:"code,omitempty"`
+	// reason says in words how the attempt ended (for a refusal, without
+	// its code).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// text is this attempt's final assistant text (attempt-scoped).
 	Text      string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
@@ -1293,9 +1467,8 @@ type Outcome struct {
 	Epoch     int64  `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// health holds the attempt's health observations, one line each.
 	Health []string `protobuf:"bytes,8,rep,name=health,proto3" json:"health,omitempty"`
-	// capped says why the attempt was wrapped up early ("turns", "budget"),
-	// or is empty.
-	Capped        string `protobuf:"bytes,9,opt,name=capped,proto3" json:"capped,omitempty"`
+	// capped says which cap wrapped the attempt up early, if one did.
+	Capped        Cap `protobuf:"varint,12,opt,name=capped,proto3,enum=ink.ipc.v1.Cap" json:"capped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1330,11 +1503,18 @@ func (*Outcome) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *Outcome) GetStatus() string {
+func (x *Outcome) GetStatus() Status {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *Outcome) GetCode() RefusalCode {
+	if x != nil {
+		return x.Code
+	}
+	return RefusalCode_REFUSAL_CODE_UNSPECIFIED
 }
 
 func (x *Outcome) GetReason() string {
@@ -1386,11 +1566,11 @@ func (x *Outcome) GetHealth() []string {
 	return nil
 }
 
-func (x *Outcome) GetCapped() string {
+func (x *Outcome) GetCapped() Cap {
 	if x != nil {
 		return x.Capped
 	}
-	return ""
+	return Cap_CAP_NONE
 }
 
 var File_worker_proto protoreflect.FileDescriptor
@@ -1431,10 +1611,10 @@ const file_worker_proto_rawDesc = "" +
 	"\tremaining\x18\x01 \x01(\x03R\tremaining\"\x05\n" +
 	"\x03Ack\"\x19\n" +
 	"\x03Run\x12\x12\n" +
-	"\x04spec\x18\x01 \x01(\fR\x04spec\"8\n" +
-	"\x06Cancel\x12\x16\n" +
-	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb4\x01\n" +
+	"\x04spec\x18\x01 \x01(\fR\x04spec\"R\n" +
+	"\x06Cancel\x12*\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x12.ink.ipc.v1.StatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reasonJ\x04\b\x01\x10\x02\"\xb4\x01\n" +
 	"\n" +
 	"TaskAnswer\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\tR\rcorrelationId\x12\x18\n" +
@@ -1481,9 +1661,11 @@ const file_worker_proto_rawDesc = "" +
 	"cacheWrite\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\x05 \x01(\bR\n" +
-	"incomplete\"\xf1\x01\n" +
-	"\aOutcome\x12\x16\n" +
-	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
+	"incomplete\"\xcf\x02\n" +
+	"\aOutcome\x12*\n" +
+	"\x06status\x18\n" +
+	" \x01(\x0e2\x12.ink.ipc.v1.StatusR\x06status\x12+\n" +
+	"\x04code\x18\v \x01(\x0e2\x17.ink.ipc.v1.RefusalCodeR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x14\n" +
 	"\x05turns\x18\x04 \x01(\x03R\x05turns\x12'\n" +
@@ -1491,8 +1673,28 @@ const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x16\n" +
-	"\x06health\x18\b \x03(\tR\x06health\x12\x16\n" +
-	"\x06capped\x18\t \x01(\tR\x06capped2\xb7\x01\n" +
+	"\x06health\x18\b \x03(\tR\x06health\x12'\n" +
+	"\x06capped\x18\f \x01(\x0e2\x0f.ink.ipc.v1.CapR\x06cappedJ\x04\b\x01\x10\x02J\x04\b\t\x10\n" +
+	"*\x9c\x01\n" +
+	"\x06Status\x12\x16\n" +
+	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10STATUS_COMPLETED\x10\x01\x12\x12\n" +
+	"\x0eSTATUS_ABORTED\x10\x02\x12\x12\n" +
+	"\x0eSTATUS_TIMEOUT\x10\x03\x12\x10\n" +
+	"\fSTATUS_CRASH\x10\x04\x12\x16\n" +
+	"\x12STATUS_INTERRUPTED\x10\x05\x12\x12\n" +
+	"\x0eSTATUS_REFUSED\x10\x06*\xa8\x01\n" +
+	"\vRefusalCode\x12\x1c\n" +
+	"\x18REFUSAL_CODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aREFUSAL_CODE_STILL_RUNNING\x10\x01\x12\x1a\n" +
+	"\x16REFUSAL_CODE_MALFORMED\x10\x02\x12\x1f\n" +
+	"\x1bREFUSAL_CODE_HEADER_CHANGED\x10\x03\x12\x1e\n" +
+	"\x1aREFUSAL_CODE_CREATE_FAILED\x10\x04*2\n" +
+	"\x03Cap\x12\f\n" +
+	"\bCAP_NONE\x10\x00\x12\r\n" +
+	"\tCAP_TURNS\x10\x01\x12\x0e\n" +
+	"\n" +
+	"CAP_BUDGET\x10\x022\xb7\x01\n" +
 	"\x06Worker\x126\n" +
 	"\x04Info\x12\x17.ink.ipc.v1.InfoRequest\x1a\x15.ink.ipc.v1.InfoReply\x129\n" +
 	"\aAttempt\x12\x13.ink.ipc.v1.HostMsg\x1a\x15.ink.ipc.v1.WorkerMsg(\x010\x01\x12:\n" +
@@ -1510,53 +1712,61 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
+var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_worker_proto_goTypes = []any{
-	(*BeatsRequest)(nil),   // 0: ink.ipc.v1.BeatsRequest
-	(*Heartbeat)(nil),      // 1: ink.ipc.v1.Heartbeat
-	(*InfoRequest)(nil),    // 2: ink.ipc.v1.InfoRequest
-	(*InfoReply)(nil),      // 3: ink.ipc.v1.InfoReply
-	(*HostMsg)(nil),        // 4: ink.ipc.v1.HostMsg
-	(*Appended)(nil),       // 5: ink.ipc.v1.Appended
-	(*WorkspaceChunk)(nil), // 6: ink.ipc.v1.WorkspaceChunk
-	(*Budget)(nil),         // 7: ink.ipc.v1.Budget
-	(*Ack)(nil),            // 8: ink.ipc.v1.Ack
-	(*Run)(nil),            // 9: ink.ipc.v1.Run
-	(*Cancel)(nil),         // 10: ink.ipc.v1.Cancel
-	(*TaskAnswer)(nil),     // 11: ink.ipc.v1.TaskAnswer
-	(*WorkerMsg)(nil),      // 12: ink.ipc.v1.WorkerMsg
-	(*Append)(nil),         // 13: ink.ipc.v1.Append
-	(*WorkspaceDelta)(nil), // 14: ink.ipc.v1.WorkspaceDelta
-	(*Event)(nil),          // 15: ink.ipc.v1.Event
-	(*TaskRequest)(nil),    // 16: ink.ipc.v1.TaskRequest
-	(*Usage)(nil),          // 17: ink.ipc.v1.Usage
-	(*Outcome)(nil),        // 18: ink.ipc.v1.Outcome
+	(Status)(0),            // 0: ink.ipc.v1.Status
+	(RefusalCode)(0),       // 1: ink.ipc.v1.RefusalCode
+	(Cap)(0),               // 2: ink.ipc.v1.Cap
+	(*BeatsRequest)(nil),   // 3: ink.ipc.v1.BeatsRequest
+	(*Heartbeat)(nil),      // 4: ink.ipc.v1.Heartbeat
+	(*InfoRequest)(nil),    // 5: ink.ipc.v1.InfoRequest
+	(*InfoReply)(nil),      // 6: ink.ipc.v1.InfoReply
+	(*HostMsg)(nil),        // 7: ink.ipc.v1.HostMsg
+	(*Appended)(nil),       // 8: ink.ipc.v1.Appended
+	(*WorkspaceChunk)(nil), // 9: ink.ipc.v1.WorkspaceChunk
+	(*Budget)(nil),         // 10: ink.ipc.v1.Budget
+	(*Ack)(nil),            // 11: ink.ipc.v1.Ack
+	(*Run)(nil),            // 12: ink.ipc.v1.Run
+	(*Cancel)(nil),         // 13: ink.ipc.v1.Cancel
+	(*TaskAnswer)(nil),     // 14: ink.ipc.v1.TaskAnswer
+	(*WorkerMsg)(nil),      // 15: ink.ipc.v1.WorkerMsg
+	(*Append)(nil),         // 16: ink.ipc.v1.Append
+	(*WorkspaceDelta)(nil), // 17: ink.ipc.v1.WorkspaceDelta
+	(*Event)(nil),          // 18: ink.ipc.v1.Event
+	(*TaskRequest)(nil),    // 19: ink.ipc.v1.TaskRequest
+	(*Usage)(nil),          // 20: ink.ipc.v1.Usage
+	(*Outcome)(nil),        // 21: ink.ipc.v1.Outcome
 }
 var file_worker_proto_depIdxs = []int32{
-	9,  // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
-	10, // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
-	11, // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
-	8,  // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
-	7,  // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
-	5,  // 5: ink.ipc.v1.HostMsg.appended:type_name -> ink.ipc.v1.Appended
-	6,  // 6: ink.ipc.v1.HostMsg.workspace:type_name -> ink.ipc.v1.WorkspaceChunk
-	15, // 7: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
-	16, // 8: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
-	18, // 9: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
-	13, // 10: ink.ipc.v1.WorkerMsg.append:type_name -> ink.ipc.v1.Append
-	14, // 11: ink.ipc.v1.WorkerMsg.delta:type_name -> ink.ipc.v1.WorkspaceDelta
-	17, // 12: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
-	2,  // 13: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
-	4,  // 14: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
-	0,  // 15: ink.ipc.v1.Worker.Beats:input_type -> ink.ipc.v1.BeatsRequest
-	3,  // 16: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
-	12, // 17: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
-	1,  // 18: ink.ipc.v1.Worker.Beats:output_type -> ink.ipc.v1.Heartbeat
-	16, // [16:19] is the sub-list for method output_type
-	13, // [13:16] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 0: ink.ipc.v1.HostMsg.run:type_name -> ink.ipc.v1.Run
+	13, // 1: ink.ipc.v1.HostMsg.cancel:type_name -> ink.ipc.v1.Cancel
+	14, // 2: ink.ipc.v1.HostMsg.answer:type_name -> ink.ipc.v1.TaskAnswer
+	11, // 3: ink.ipc.v1.HostMsg.ack:type_name -> ink.ipc.v1.Ack
+	10, // 4: ink.ipc.v1.HostMsg.budget:type_name -> ink.ipc.v1.Budget
+	8,  // 5: ink.ipc.v1.HostMsg.appended:type_name -> ink.ipc.v1.Appended
+	9,  // 6: ink.ipc.v1.HostMsg.workspace:type_name -> ink.ipc.v1.WorkspaceChunk
+	0,  // 7: ink.ipc.v1.Cancel.status:type_name -> ink.ipc.v1.Status
+	18, // 8: ink.ipc.v1.WorkerMsg.event:type_name -> ink.ipc.v1.Event
+	19, // 9: ink.ipc.v1.WorkerMsg.task:type_name -> ink.ipc.v1.TaskRequest
+	21, // 10: ink.ipc.v1.WorkerMsg.outcome:type_name -> ink.ipc.v1.Outcome
+	16, // 11: ink.ipc.v1.WorkerMsg.append:type_name -> ink.ipc.v1.Append
+	17, // 12: ink.ipc.v1.WorkerMsg.delta:type_name -> ink.ipc.v1.WorkspaceDelta
+	0,  // 13: ink.ipc.v1.Outcome.status:type_name -> ink.ipc.v1.Status
+	1,  // 14: ink.ipc.v1.Outcome.code:type_name -> ink.ipc.v1.RefusalCode
+	20, // 15: ink.ipc.v1.Outcome.usage:type_name -> ink.ipc.v1.Usage
+	2,  // 16: ink.ipc.v1.Outcome.capped:type_name -> ink.ipc.v1.Cap
+	5,  // 17: ink.ipc.v1.Worker.Info:input_type -> ink.ipc.v1.InfoRequest
+	7,  // 18: ink.ipc.v1.Worker.Attempt:input_type -> ink.ipc.v1.HostMsg
+	3,  // 19: ink.ipc.v1.Worker.Beats:input_type -> ink.ipc.v1.BeatsRequest
+	6,  // 20: ink.ipc.v1.Worker.Info:output_type -> ink.ipc.v1.InfoReply
+	15, // 21: ink.ipc.v1.Worker.Attempt:output_type -> ink.ipc.v1.WorkerMsg
+	4,  // 22: ink.ipc.v1.Worker.Beats:output_type -> ink.ipc.v1.Heartbeat
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -1585,13 +1795,14 @@ func file_worker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      3,
 			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_worker_proto_goTypes,
 		DependencyIndexes: file_worker_proto_depIdxs,
+		EnumInfos:         file_worker_proto_enumTypes,
 		MessageInfos:      file_worker_proto_msgTypes,
 	}.Build()
 	File_worker_proto = out.File
