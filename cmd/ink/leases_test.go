@@ -267,8 +267,8 @@ func TestHungWorkerIsCancelled(t *testing.T) {
 	if code == 0 {
 		t.Errorf("exit 0 for a hung child\nstderr:\n%s", p.stderr.String())
 	}
-	if rec := shellRecord(t, e); rec.Status != end[0]["status"] || !strings.Contains(rec.Reason, "the worker hung") {
-		t.Errorf("TaskRecord %+v, want %v saying the worker hung", rec, end[0]["status"])
+	if rec := shellRecord(t, e); string(rec.Status) != end[0]["status"] || !strings.Contains(rec.Reason, "the worker hung") {
+		t.Errorf("TaskRecord %+v, want %v saying the worker hung (task.end %v)", rec, end[0]["status"], end[0])
 	}
 	if err := os.RemoveAll(beat); err != nil {
 		t.Fatal(err)
