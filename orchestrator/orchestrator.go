@@ -131,6 +131,9 @@ type Config struct {
 	RemoteCommand   string
 	RemoteLauncher  Launcher
 	RemoteWorkspace RemoteWorkspace
+	// RemoteIncludes ships a remote child's .worktreeinclude files too
+	// (--ship-includes); they often hold secrets, so by default they stay.
+	RemoteIncludes bool
 	// WarmWorkers, when above 0, keeps up to that many workers started
 	// ahead of the children that will need them (a warm pool; see
 	// DefaultWarmWorkers): one per free slot of the window, refilled in
@@ -236,7 +239,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		if ws == nil {
 			ws = worktreeShipping{}
 		}
-		o.remote = &execLauncher{command: cfg.RemoteCommand, environ: cfg.Environ, logger: cfg.Logger, workspace: ws}
+		o.remote = &execLauncher{command: cfg.RemoteCommand, environ: cfg.Environ, logger: cfg.Logger, workspace: ws, includes: cfg.RemoteIncludes, warn: o.Warn}
 	}
 	o.namespaces = sync.OnceValues(func() (sandbox.Namespaces, error) {
 		exe := cfg.Exe

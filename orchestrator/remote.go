@@ -51,8 +51,9 @@ func ParseLauncher(v string) (string, error) {
 // (worktree.Remote); tests use a fake.
 type RemoteWorkspace interface {
 	// Pack writes the worktree of rec for its worker: its baseline, the
-	// child's commits and its files as they are.
-	Pack(ctx context.Context, rec worktree.Record, w io.Writer) error
+	// child's commits and its files as they are; the .worktreeinclude
+	// files only when includes is set. It returns those it left out.
+	Pack(ctx context.Context, rec worktree.Record, w io.Writer, includes bool) (leftOut []string, err error)
 	// Apply applies a snapshot the worker sent to the worktree of rec.
 	Apply(ctx context.Context, rec worktree.Record, r io.Reader) error
 }
@@ -95,6 +96,10 @@ type execLauncher struct {
 	environ   []string
 	logger    *slog.Logger
 	workspace RemoteWorkspace
+	// includes ships the worktree's .worktreeinclude files (often
+	// secrets) too; warn says which were left out when it is not set.
+	includes bool
+	warn     func(agent, text string)
 }
 
 var _ Launcher = (*execLauncher)(nil)
@@ -218,7 +223,7 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 		rw.c.Kill()
 		return fail(fmt.Errorf("send the attempt: %w", err))
 	}
-	if err := l.ship(ctx, rw.s, info.Record); err != nil {
+	if err := l.ship(ctx, rw.s, info.Record, spec.Label); err != nil {
 		rw.c.Kill()
 		return fail(fmt.Errorf("ship the worktree %s: %w", remote.Workspace.Path, err))
 	}
@@ -227,9 +232,15 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 
 // ship streams the worktree's baseline to the worker in pieces of
 // ipc.MaxChunk, as Pack writes it: memory holds one piece, not the whole.
-func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree.Record) error {
+func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree.Record, label string) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(l.workspace.Pack(ctx, rec, pw)) }()
+	go func() {
+		leftOut, err := l.workspace.Pack(ctx, rec, pw, l.includes)
+		if len(leftOut) > 0 && l.warn != nil {
+			l.warn(label, fmt.Sprintf("the worktree's .worktreeinclude files were not shipped to the remote worker: %s (they often hold secrets; --ship-includes sends them)", strings.Join(leftOut, ", ")))
+		}
+		pw.CloseWithError(err)
+	}()
 	defer pr.Close()
 	buf := make([]byte, ipc.MaxChunk)
 	for {
@@ -483,13 +494,12 @@ func (r *refusedWorker) Exit(time.Duration) (ExitState, bool) {
 }
 
 // worktreeShipping is the RemoteWorkspace of the worktree package.
-// .worktreeinclude files (often secrets) are not shipped.
 type worktreeShipping struct{}
 
 // Pack writes the worktree with worktree.Pack.
-func (worktreeShipping) Pack(ctx context.Context, rec worktree.Record, w io.Writer) error {
-	_, err := worktree.Pack(ctx, rec, w, worktree.PackOptions{})
-	return err
+func (worktreeShipping) Pack(ctx context.Context, rec worktree.Record, w io.Writer, includes bool) ([]string, error) {
+	shipped, err := worktree.Pack(ctx, rec, w, worktree.PackOptions{ShipIncludes: includes})
+	return shipped.LeftOut, err
 }
 
 // Apply applies a snapshot with worktree.ApplySnapshot, within its bounds.

@@ -24,7 +24,7 @@ const flagsAnnotation = "ink.sharedFlags"
 var (
 	// supervisorFlags are the flags of a command that runs agents.
 	supervisorFlags = []string{"model", "base-url", "cwd", "json", "max-parallel", "max-depth", "task-timeout",
-		"sandbox", "writable", "network", "allow-git-writes", "launcher", "max-turns", "context-window", "budget", "verbose"}
+		"sandbox", "writable", "network", "allow-git-writes", "launcher", "ship-includes", "max-turns", "context-window", "budget", "verbose"}
 	// lookFlags are the flags of a command that reads this directory's state.
 	lookFlags = []string{"cwd", "json"}
 )

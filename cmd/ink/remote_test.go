@@ -376,3 +376,43 @@ func pollExit(pidfd, ms int) (int, error) {
 		}
 	}
 }
+
+// TestRemoteIncludes: a worktree's .worktreeinclude files (a gitignored
+// .env) stay on the supervisor's machine unless --ship-includes sends
+// them, and ink says which stayed.
+func TestRemoteIncludes(t *testing.T) {
+	t.Parallel()
+	for _, ship := range []bool{false, true} {
+		t.Run(fmt.Sprint("ship=", ship), func(t *testing.T) {
+			t.Parallel()
+			e := newWtRepo(t, map[string]string{"a.txt": "hello\n", ".gitignore": ".env\n", ".worktreeinclude": ".env\n"})
+			e.write(".env", "TOKEN_FOR_TESTS=present\n")
+			script := remoteScript(e, "env", "cat .env")
+			args := []string{"task", "--launcher", remoteLauncher(e), "--model", "script:" + script, "read the env"}
+			if ship {
+				args = append([]string{"--ship-includes"}, args...)
+			}
+			p, code := e.run(args...)
+			if code != 0 {
+				t.Fatalf("ink task exited %d\n%s", code, p.stderr.String())
+			}
+			tr, err := session.Open(childTranscript(t, e, wtLatestRecord(t, e)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var result string
+			for _, m := range tr.Messages {
+				for _, r := range m.Results {
+					result += r.Content
+				}
+			}
+			warned := strings.Contains(p.stderr.String(), ".worktreeinclude files were not shipped to the remote worker: .env")
+			if ship && (!strings.Contains(result, "present") || warned) {
+				t.Errorf("with --ship-includes the worker's cat .env said %q (warned %v)", result, warned)
+			}
+			if !ship && (strings.Contains(result, "present") || !warned) {
+				t.Errorf("without --ship-includes the worker read %q; warned %v\nstderr:\n%s", result, warned, p.stderr.String())
+			}
+		})
+	}
+}

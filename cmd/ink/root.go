@@ -37,10 +37,12 @@ type globals struct {
 	network     givenBool
 	gitWrites   bool
 	launcher    string
-	maxTurns    int
-	window      string
-	budget      string
-	verbose     bool
+	// shipIncludes sends .worktreeinclude files to remote workers.
+	shipIncludes bool
+	maxTurns     int
+	window       string
+	budget       string
+	verbose      bool
 }
 
 func newRoot() *cobra.Command { return newRootFor(&globals{}) }
@@ -75,6 +77,7 @@ func newRootFor(g *globals) *cobra.Command {
 	pf.VarPF(&g.network, "network", "", "let bash reach the network under read-only and workspace-write (default: no network)").NoOptDefVal = "true"
 	pf.BoolVar(&g.gitWrites, "allow-git-writes", false, "let bash commit in your checkout under workspace-write: its git directory becomes writable, except config and hooks")
 	pf.StringVar(&g.launcher, "launcher", "local", "where children run: local, or exec:COMMAND — a command that runs `ink worker --remote` on another machine or in a container (e.g. 'exec:ssh buildbox ink worker --remote'); each such child works in a worktree")
+	pf.BoolVar(&g.shipIncludes, "ship-includes", false, "with --launcher exec:…, also send a remote child the .worktreeinclude files of its worktree (they often hold secrets)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail on stderr (see each command's help)")
 
 	root.AddCommand(

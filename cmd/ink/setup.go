@@ -118,6 +118,9 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
+	if g.shipIncludes && remote == "" {
+		return nil, usageErr("--ship-includes goes with --launcher exec:COMMAND: a local child's worktree gets its .worktreeinclude files anyway")
+	}
 	relay := &warnRelay{}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	reg, err := profiles(watchCtx, home, cwd, relay.warn, pre.watchProfiles)
@@ -151,7 +154,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		Sandbox: box, Writable: writable,
 		Network: g.network.value, NetworkExplicit: g.network.given, AllowGitWrites: g.gitWrites,
 		MaxTurns: g.maxTurns, ContextWindow: window, Budget: budget,
-		Command: selfCommand(), RemoteCommand: remote,
+		Command: selfCommand(), RemoteCommand: remote, RemoteIncludes: g.shipIncludes,
 	}
 	if pre.warmWorkers {
 		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers
