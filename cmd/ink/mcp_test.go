@@ -597,8 +597,10 @@ func TestMCPDisconnect(t *testing.T) {
 		if sp.status != "interrupted" || sp.reason != "host lost" {
 			t.Fatalf("child %s recorded %+v, want interrupted / host lost", id, sp)
 		}
-		if alive(sp.pid) {
-			t.Fatalf("worker %d of child %s outlived its server", sp.pid, id)
+		// The worker records its end, then ends what it started and exits:
+		// on a loaded machine the exit may follow its server's by a moment.
+		if !gone(sp.pid, 10*time.Second) {
+			t.Fatalf("worker %d of child %s outlived its server by 10 s", sp.pid, id)
 		}
 	}
 	p, code := e.run("task", "--model", "script:"+script, "--resume", fgID, "go on")
