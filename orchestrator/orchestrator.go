@@ -20,6 +20,11 @@
 // children in the background), reports, waits and cancels, and records it
 // all in its own session (parent.go).
 //
+// Beside the Launcher, what the supervisor reads of worker-owned state
+// (transcripts, attempt records, leases) goes through a [Store] and the
+// worktree children's workspaces through [Workspaces] (store.go,
+// workspace.go); both default to this machine's files and git.
+//
 // The package is split by job: supervision (launcher.go, plugin.go,
 // supervise.go, liveness.go, window.go, publish.go), task and resume (task.go,
 // resume.go, finish.go, result.go, recover.go), children and front-end
