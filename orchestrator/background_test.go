@@ -276,7 +276,7 @@ func TestParentBackgroundBatch(t *testing.T) {
 		t.Fatalf("named wait = %s", named.Content)
 	}
 
-	tr, err := session.Open(p.Transcript())
+	tr, err := o.store.Open(p.Transcript(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestParentBatchWindow(t *testing.T) {
 			t.Fatalf("progress of %s = %s", label, states)
 		}
 	}
-	tr, err := session.Open(p.Transcript())
+	tr, err := o.store.Open(p.Transcript(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

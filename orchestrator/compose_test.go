@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,7 +91,7 @@ func TestSmallWordings(t *testing.T) {
 	if u := usageOf(&model.Usage{Input: 3}); u.Input != 3 {
 		t.Errorf("usageOf = %+v", u)
 	}
-	if got := lifetimeLine(filepath.Join(t.TempDir(), "missing.jsonl")); got != nil {
+	if got := (&Orchestrator{store: newMemStore()}).lifetimeLine("/ink-test/missing.jsonl"); got != nil {
 		t.Errorf("lifetime of a missing transcript = %v", got)
 	}
 	if got := sortedCopy([]string{"b", "a"}); strings.Join(got, ",") != "a,b" {

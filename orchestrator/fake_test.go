@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -24,8 +22,10 @@ import (
 // "worker" is a goroutine that plays a script written by the test. A script
 // speaks the typed wire (ipc.Event, ipc.TaskRequest, ipc.Outcome out;
 // ipc.Cancel, ipc.TaskAnswer, ipc.Ack in) and, like a real worker, takes the
-// transcript's lease and writes the transcript with package session, so the
-// supervisor's file-based logic runs against real files.
+// transcript's lease and writes the transcript — in the harness's in-memory
+// Store (memstore_test.go), encoded by package session as a real worker's
+// file would hold it, so the supervisor reads it with the rules of a file
+// while no test touches a file, a flock or git.
 
 // waitLong bounds every wait of a test: generous, so that a loaded machine
 // never fails a correct test, and finite, so that a broken one fails.
@@ -42,8 +42,9 @@ type play func(w *fakeWorker)
 // fails the test when a worker was neither closed nor killed, or when a
 // script is still running.
 type fakeLauncher struct {
-	t    testing.TB
-	play play
+	t     testing.TB
+	play  play
+	store *memStore // where the workers' transcripts and leases live
 	// fail, when set, makes Launch fail for each spec it returns an error
 	// for; nothing is started then.
 	fail func(spec ipc.AttemptSpec) error
@@ -58,8 +59,8 @@ type fakeLauncher struct {
 
 var _ Launcher = (*fakeLauncher)(nil)
 
-func newFakeLauncher(t testing.TB, p play) *fakeLauncher {
-	l := &fakeLauncher{t: t, play: p, pid: 90000}
+func newFakeLauncher(t testing.TB, store *memStore, p play) *fakeLauncher {
+	l := &fakeLauncher{t: t, play: p, pid: 90000, store: store}
 	t.Cleanup(l.check)
 	return l
 }
@@ -189,8 +190,8 @@ type fakeWorker struct {
 	// Script-goroutine state.
 	seq     uint64
 	pending []ipc.HostMsg
-	lease   *lease.Lease
-	tw      *session.Writer
+	epoch   int64 // the lease's epoch while the worker holds it, else 0
+	writing bool  // the transcript is open for the attempt
 	usage   model.Usage
 	turns   int
 }
@@ -270,7 +271,7 @@ func (w *fakeWorker) Kill() {
 	w.mu.Unlock()
 	if first {
 		ended := false
-		if tr, err := session.Open(w.Spec.Transcript); err == nil {
+		if tr, err := w.l.store.Open(w.Spec.Transcript, false); err == nil {
 			for _, a := range tr.Attempts() {
 				ended = ended || (a.Phase == session.PhaseEnd && a.AttemptID == w.Spec.AttemptID)
 			}
@@ -380,14 +381,24 @@ func (w *fakeWorker) breakStreamLocked() {
 // release does what the kernel does for a dead worker: its file is closed
 // and its lease lock freed.
 func (w *fakeWorker) release() {
-	if w.tw != nil {
-		w.tw.Close()
-		w.tw = nil
+	w.writing = false
+	if w.epoch != 0 {
+		w.l.store.release(w.Spec.Transcript, w.epoch)
+		w.epoch = 0
 	}
-	if w.lease != nil {
-		w.lease.Release()
-		w.lease = nil
+}
+
+// write appends entries to the transcript, as the worker's writer does.
+func (w *fakeWorker) write(entries ...session.Entry) bool {
+	if !w.writing {
+		w.l.t.Errorf("worker %s: write with no transcript open", w.Spec.Label)
+		return false
 	}
+	if err := w.l.store.append(w.Spec.Transcript, entries...); err != nil {
+		w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
+		return false
+	}
+	return true
 }
 
 // ends reports how often the supervisor closed and killed the worker.
@@ -530,74 +541,47 @@ func (w *fakeWorker) BreakStream() {
 // result for any other open call), records the attempt's start and
 // appends the prompt. When the lease is busy it reports a refused outcome,
 // as a real worker does, and returns false.
-func (w *fakeWorker) Start() bool { return w.start(true) }
+func (w *fakeWorker) Start() bool { return w.start() }
 
-// StartHung is Start by a worker whose heartbeat stops at once: it
-// promises beats every 10 ms and never beats.
+// StartHung is Start by a worker whose heartbeat stops at once: its
+// lease says it last beat long ago.
 func (w *fakeWorker) StartHung() bool {
-	if !w.start(false) {
+	if !w.start() {
 		return false
 	}
-	mp := lease.MetaPath(w.Spec.Transcript)
-	data, err := os.ReadFile(mp)
-	var meta lease.Meta
-	if err == nil {
-		err = json.Unmarshal(data, &meta)
-	}
-	if err != nil {
-		w.l.t.Errorf("read lease metadata: %v", err)
-		return false
-	}
-	meta.HeartbeatIntervalMs = 10
-	data, _ = json.Marshal(meta)
-	if err := os.WriteFile(mp+".tmp", data, 0o600); err != nil {
-		w.l.t.Errorf("write lease metadata: %v", err)
-		return false
-	}
-	if err := os.Rename(mp+".tmp", mp); err != nil {
-		w.l.t.Errorf("write lease metadata: %v", err)
-		return false
-	}
+	w.l.store.stall(w.Spec.Transcript, 250*time.Millisecond)
 	return true
 }
 
-func (w *fakeWorker) start(heartbeat bool) bool {
+func (w *fakeWorker) start() bool {
 	sp := w.Spec
-	t := w.l.t
-	if err := os.MkdirAll(filepath.Dir(sp.Transcript), 0o700); err != nil {
-		t.Errorf("worker %s: %v", sp.Label, err)
-		return false
-	}
-	l, err := lease.Acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID})
+	epoch, err := w.l.store.acquire(sp.Transcript, lease.Owner{AttemptID: sp.AttemptID, Agent: sp.Label, SessionID: sp.SessionID}, w.pid)
 	if err != nil {
 		w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeStillRunning, Reason: err.Error()})
 		return false
 	}
-	w.lease = l
-	if heartbeat {
-		l.StartHeartbeat(sp.HeartbeatInterval)
-	}
+	w.epoch = epoch
+	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: epoch, Pid: w.pid}
+	prompt := model.UserText(sp.Prompt)
 	if sp.Create != nil {
-		w.tw, err = session.Create(sp.Transcript, *sp.Create)
-		if err != nil {
-			t.Errorf("worker %s: create transcript: %v", sp.Label, err)
+		if err := w.l.store.create(sp.Transcript, *sp.Create, session.Entry{Attempt: &start}, session.Entry{Message: &prompt}); err != nil {
+			w.l.t.Errorf("worker %s: create transcript: %v", sp.Label, err)
 			return false
 		}
-	} else if !w.continueTranscript() {
+		w.writing = true
+	} else if !w.continueTranscript() || !w.write(session.Entry{Attempt: &start}, session.Entry{Message: &prompt}) {
 		return false
 	}
-	if err := w.tw.AppendAttempt(session.AttemptEntry{Phase: session.PhaseStart, AttemptID: sp.AttemptID, Epoch: l.Epoch(), Pid: w.pid}); err != nil {
-		t.Errorf("worker %s: %v", sp.Label, err)
-		return false
-	}
-	return w.appendMessage(model.UserText(sp.Prompt))
+	return w.Event(event.Message{Message: prompt})
 }
 
 // continueTranscript opens an existing transcript, refusing (like a real
-// worker) one whose header is not the one the supervisor validated.
+// worker) one whose header is not the one the supervisor validated, and
+// appends the answers the spec carries and an unknown-outcome result for
+// any other open call.
 func (w *fakeWorker) continueTranscript() bool {
 	sp := w.Spec
-	tr, err := session.Open(sp.Transcript)
+	tr, err := w.l.store.Open(sp.Transcript, false)
 	if err != nil {
 		w.l.t.Errorf("worker %s: %v", sp.Label, err)
 		return false
@@ -635,34 +619,20 @@ func (w *fakeWorker) continueTranscript() bool {
 		w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeMalformed, Reason: fmt.Sprintf("the transcript %s cannot be continued: %s", sp.Transcript, scan.Reason)})
 		return false
 	}
-	if w.tw, err = session.OpenWriter(sp.Transcript); err != nil {
-		w.l.t.Errorf("worker %s: %v", sp.Label, err)
-		return false
-	}
-	for _, m := range answers {
-		if _, err := w.tw.AppendMessage(m); err != nil {
-			w.l.t.Errorf("worker %s: %v", sp.Label, err)
-			return false
-		}
-	}
 	if scan.State == session.Repairable {
-		for _, m := range session.UnknownOutcomeResults(scan.Missing) {
-			if _, err := w.tw.AppendMessage(m); err != nil {
-				w.l.t.Errorf("worker %s: %v", sp.Label, err)
-				return false
-			}
-		}
+		answers = append(answers, session.UnknownOutcomeResults(scan.Missing)...)
 	}
-	return true
+	w.writing = true
+	var entries []session.Entry
+	for i := range answers {
+		entries = append(entries, session.Entry{Message: &answers[i]})
+	}
+	return len(entries) == 0 || w.write(entries...)
 }
 
 // appendMessage writes m to the transcript and reports it as an event.
 func (w *fakeWorker) appendMessage(m model.Message) bool {
-	if _, err := w.tw.AppendMessage(m); err != nil {
-		w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
-		return false
-	}
-	return w.Event(event.Message{Message: m})
+	return w.write(session.Entry{Message: &m}) && w.Event(event.Message{Message: m})
 }
 
 // Turn reports the start of model turn n.
@@ -737,15 +707,12 @@ func (w *fakeWorker) Finish(o ipc.Outcome) bool {
 	if err := o.Validate(); err != nil {
 		w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
 	}
-	if o.Status != StatusRefused && w.tw != nil {
+	if o.Status != StatusRefused && w.writing {
 		u := o.Usage
-		err := w.tw.AppendAttempt(session.AttemptEntry{
-			Phase: session.PhaseEnd, AttemptID: w.Spec.AttemptID, Epoch: w.lease.Epoch(), Pid: w.pid,
+		w.write(session.Entry{Attempt: &session.AttemptEntry{
+			Phase: session.PhaseEnd, AttemptID: w.Spec.AttemptID, Epoch: w.epoch, Pid: w.pid,
 			Status: o.Status, Reason: o.Reason, Turns: o.Turns, Usage: &u, FinalTextLen: len(o.Text), FinalText: o.Text,
-		})
-		if err != nil {
-			w.l.t.Errorf("worker %s: %v", w.Spec.Label, err)
-		}
+		}})
 	}
 	o.AttemptID = w.Spec.AttemptID
 	w.release()
@@ -922,10 +889,15 @@ type harness struct {
 	l   *fakeLauncher
 	rec *recorder
 	cfg Config
+	// store holds every transcript and lease of the run; ws its
+	// worktrees (nil when the test brought its own Workspaces).
+	store *memStore
+	ws    *memWorkspaces
 }
 
-// newHarness fills cfg's blanks for a test (a temporary INK_HOME and cwd,
-// the test binding, a fast heartbeat) and supervises workers played by p.
+// newHarness fills cfg's blanks for a test (an in-memory Store and
+// Workspaces, a temporary INK_HOME and cwd that nothing is written to, the
+// test binding, a fast heartbeat) and supervises workers played by p.
 func newHarness(t testing.TB, cfg Config, p play) *harness {
 	t.Helper()
 	if cfg.InkHome == "" {
@@ -940,7 +912,20 @@ func newHarness(t testing.TB, cfg Config, p play) *harness {
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = 25 * time.Millisecond
 	}
-	l := newFakeLauncher(t, p)
+	// Harnesses of one INK_HOME share its transcripts and worktrees, as
+	// runs of one machine share its files.
+	home := memHomeOf(t, cfg.InkHome)
+	if cfg.Store == nil {
+		cfg.Store = home.store
+	}
+	if cfg.Workspaces == nil {
+		cfg.Workspaces = home.ws
+	}
+	store, _ := cfg.Store.(*memStore)
+	if store == nil {
+		store = newMemStore() // the workers' own, beside a store under test
+	}
+	l := newFakeLauncher(t, store, p)
 	rec := newRecorder()
 	if cfg.RemoteLauncher == remoteFake {
 		// The same fake plays the remote workers: its specs say which
@@ -952,7 +937,8 @@ func newHarness(t testing.TB, cfg Config, p play) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{o: o, l: l, rec: rec, cfg: cfg}
+	ws, _ := cfg.Workspaces.(*memWorkspaces)
+	return &harness{o: o, l: l, rec: rec, cfg: cfg, store: store, ws: ws}
 }
 
 // remoteFake, as Config.RemoteLauncher, makes newHarness's fake launcher

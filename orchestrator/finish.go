@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -49,9 +48,8 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		}
 		return ans
 	}
-	res = fromTranscript(res, child.transcript)
-	_, statErr := os.Stat(child.transcript)
-	present := statErr == nil
+	res = o.fromTranscript(res, child.transcript)
+	present := o.store.Exists(child.transcript)
 	rec := session.TaskRecord{
 		Version: 1, AttemptID: e.spec.AttemptID, TaskToolCallID: e.call.id, ParentSessionID: parent.sessionID,
 		ChildID: child.sessionID, Launched: res.Launched, Agent: child.agent, Binding: &child.binding,
@@ -90,7 +88,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		in.Transcript = child.transcript
 	}
 	if e.resumed {
-		in.ExtraLines = append(in.ExtraLines, lifetimeLine(child.transcript)...)
+		in.ExtraLines = append(in.ExtraLines, o.lifetimeLine(child.transcript)...)
 	}
 	content, isErr := composeResult(in)
 	end := event.TaskEnd{
@@ -110,11 +108,11 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition, detail string, lines []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := worktree.Unlock(ctx, rec); err != nil {
+	if err := o.ws.Unlock(ctx, rec); err != nil {
 		o.cfg.Logger.Warn("Worktree unlock failed", "path", rec.Path, "err", err)
 	}
 	if resumed || resumable {
-		a := worktree.SyncAndAssess(ctx, rec)
+		a := o.ws.Assess(ctx, rec)
 		switch {
 		case a.State == worktree.Clean && resumed:
 			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
@@ -130,7 +128,7 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 			return worktree.DispositionKeptUnknown, a.Detail, []string{"[task] " + worktree.Describe(a, rec)}
 		}
 	}
-	out := worktree.Settle(ctx, rec)
+	out := o.ws.Settle(ctx, rec)
 	detail = out.Assessment.Detail
 	if out.Disposition == worktree.DispositionRemovalFailed {
 		detail = out.Text
@@ -140,8 +138,8 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 
 // lifetimeLine sums every attempt recorded in a child's transcript: from
 // the sum its last attempt end entry carries, or from its attempt entries.
-func lifetimeLine(path string) []string {
-	life, err := session.ReadLifetime(path)
+func (o *Orchestrator) lifetimeLine(path string) []string {
+	life, err := o.store.Lifetime(path)
 	if err != nil {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/session"
 )
 
 // TestProfileLimitsReachTheChild: an agent's thinking:, maxTurns: and
@@ -39,7 +38,7 @@ func TestProfileLimitsReachTheChild(t *testing.T) {
 	check("the scout", limits{scout.Spec.Thinking, scout.Spec.MaxTurns, scout.Spec.ContextWindow}, "high", 7, 50_000)
 	check("the plain child", limits{plain.Spec.Thinking, plain.Spec.MaxTurns, plain.Spec.ContextWindow}, "", 30, 100_000)
 
-	tr, err := session.Open(scout.Spec.Transcript)
+	tr, err := h.store.Open(scout.Spec.Transcript, false)
 	if err != nil {
 		t.Fatal(err)
 	}

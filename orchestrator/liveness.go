@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/session"
@@ -89,37 +88,27 @@ var errEndRecorded = errors.New("the attempt recorded its end")
 // recordLost writes the end entry of the attempt attemptID of the
 // transcript at path, whose worker was lost and has been stopped: status
 // interrupted, reason, with the turns, usage (incomplete) and last text its
-// messages show, and the transcript's lifetime. It takes the transcript's
-// lease first, which a live holder would refuse, repairs a torn final line
-// the killed worker may have left, and writes nothing when the attempt is
-// not the transcript's last one without an end (errEndRecorded when its
-// end is there). Files are written through fsys (nil: the real
-// filesystem).
-func recordLost(path, attemptID string, owner lease.Owner, reason string, fsys durable.FS) error {
-	l, err := lease.AcquireWith(path, owner, lease.Options{FS: fsys})
+// messages show, and the transcript's lifetime. It holds the transcript's
+// lease first (Store.Hold), which a live holder would refuse, reads it with
+// a torn final line the killed worker may have left repaired, and writes
+// nothing when the attempt is not the transcript's last one without an end
+// (errEndRecorded when its end is there).
+func (o *Orchestrator) recordLost(path, attemptID string, owner lease.Owner, reason string) error {
+	h, err := o.store.Hold(path, owner)
 	if err != nil {
 		return fmt.Errorf("record the lost attempt's end: %w", err)
 	}
-	defer l.Release()
-	rt, err := session.ReadForResume(path)
+	defer h.Release()
+	tr, life, err := h.Read()
 	if err != nil {
 		return fmt.Errorf("record the lost attempt's end: %w", err)
 	}
-	start, open := rt.Unfinished()
+	start, open := unendedAttempt(tr)
 	if !open || start.AttemptID != attemptID {
-		if last, ok := rt.LastAttemptEnd(); ok && last.AttemptID == attemptID {
+		if last, ok := tr.LastAttemptEnd(); ok && last.AttemptID == attemptID {
 			return errEndRecorded
 		}
 		return fmt.Errorf("record the lost attempt's end: %s has no open attempt %s", path, attemptID)
-	}
-	if rt.Torn != nil {
-		if _, err := rt.RepairTail(fsys); err != nil {
-			return fmt.Errorf("record the lost attempt's end: %w", err)
-		}
-	}
-	tr, err := session.Open(path)
-	if err != nil {
-		return fmt.Errorf("record the lost attempt's end: %w", err)
 	}
 	prior := -1
 	for _, a := range tr.Attempts() {
@@ -130,19 +119,21 @@ func recordLost(path, attemptID string, owner lease.Owner, reason string, fsys d
 	end := lostEnd(tr, prior, reason)
 	end.Pid = start.Pid
 	end.FinalTextLen, end.FinalText = len(end.FinalText), session.FinalTextTail(end.FinalText)
-	life := rt.Lifetime().With(end.Usage)
+	life = life.With(end.Usage)
 	end.Lifetime = &life
-	w, err := rt.OpenWriter(fsys)
-	if err != nil {
+	if err := h.AppendAttempt(end); err != nil {
 		return fmt.Errorf("record the lost attempt's end: %w", err)
 	}
-	if err := l.Check(); err != nil {
-		w.Close()
-		return fmt.Errorf("record the lost attempt's end: %w", err)
+	return nil
+}
+
+// unendedAttempt returns the start entry of tr's last attempt when no end
+// followed it.
+func unendedAttempt(tr *session.Transcript) (session.AttemptEntry, bool) {
+	for i := len(tr.Entries) - 1; i >= 0; i-- {
+		if a := tr.Entries[i].Attempt; a != nil {
+			return *a, a.Phase == session.PhaseStart
+		}
 	}
-	if err := w.AppendAttempt(end); err != nil {
-		w.Close()
-		return fmt.Errorf("record the lost attempt's end: %w", err)
-	}
-	return w.Close()
+	return session.AttemptEntry{}, false
 }

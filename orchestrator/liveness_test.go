@@ -72,7 +72,7 @@ func TestLostWorkerIsKilledThenRecorded(t *testing.T) {
 		}
 
 		// Its transcript records the end, written by the supervisor.
-		tr, err := session.Open(lost.Spec.Transcript)
+		tr, err := h.store.Open(lost.Spec.Transcript, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestLostWorkerIsKilledThenRecorded(t *testing.T) {
 		if lastBeat.IsZero() {
 			t.Error("the worker never beat before it fell silent")
 		}
-		if st, err := lease.Probe(lost.Spec.Transcript); err != nil || st.State != lease.Free {
+		if st, err := h.store.Probe(lost.Spec.Transcript); err != nil || st.State != lease.Free {
 			t.Errorf("the lost child's lease is %v (%v), want free", st.State, err)
 		}
 
@@ -108,7 +108,7 @@ func TestLostWorkerIsKilledThenRecorded(t *testing.T) {
 		if resumed == nil || resumed.Spec.Transcript != lost.Spec.Transcript {
 			t.Fatalf("the resume ran %v, want the lost child's transcript", resumed)
 		}
-		tr, err = session.Open(lost.Spec.Transcript)
+		tr, err = h.store.Open(lost.Spec.Transcript, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,11 @@
 // children in the background), reports, waits and cancels, and records it
 // all in its own session (parent.go).
 //
+// Beside the Launcher, what the supervisor reads of worker-owned state
+// (transcripts, attempt records, leases) goes through a [Store] and the
+// worktree children's workspaces through [Workspaces] (store.go,
+// workspace.go); both default to this machine's files and git.
+//
 // The package is split by job: supervision (launcher.go, plugin.go,
 // supervise.go, liveness.go, window.go, publish.go), task and resume (task.go,
 // resume.go, finish.go, result.go, recover.go), children and front-end
@@ -144,6 +149,14 @@ type Config struct {
 	// can). The pool is shut down when Run returns, by Close and by
 	// KillAll.
 	WarmWorkers int
+	// Store is what the supervisor reads of the state its workers own
+	// (transcripts, attempt records, leases) and the transcripts it writes
+	// itself (a lost attempt's end, a shell session); nil is INK_HOME's
+	// files, written through FS.
+	Store Store
+	// Workspaces prepares and settles worktree children; nil is package
+	// worktree on this machine's git.
+	Workspaces Workspaces
 	// FS is what the supervisor's own durable files (a shell session and
 	// its lease) are written through; nil is the real filesystem. Tests
 	// pass a crashing one.
@@ -161,7 +174,9 @@ type Orchestrator struct {
 	launcher Launcher
 	// remote launches remote attempts; nil without --launcher exec:….
 	remote Launcher
-	pool   *warmPool // nil without WarmWorkers
+	store  Store      // cfg.Store or the files of INK_HOME
+	ws     Workspaces // cfg.Workspaces or package worktree
+	pool   *warmPool  // nil without WarmWorkers
 	window *window
 	pub    publisher
 	live   liveSet
@@ -232,6 +247,13 @@ func New(cfg Config) (*Orchestrator, error) {
 		cfg: cfg, launcher: launcher, window: newWindow(cfg.MaxParallel),
 		env: env, redact: secret.NewRedactor(cfg.Secrets, nil), landlock: sandbox.Check(),
 		network: sandbox.CheckNetwork(),
+	}
+	o.store, o.ws = cfg.Store, cfg.Workspaces
+	if o.store == nil {
+		o.store = fileStore{fs: cfg.FS, interval: cfg.HeartbeatInterval}
+	}
+	if o.ws == nil {
+		o.ws = gitWorkspaces{}
 	}
 	o.remote = cfg.RemoteLauncher
 	if o.remote == nil && cfg.RemoteCommand != "" {

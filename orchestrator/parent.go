@@ -1,15 +1,10 @@
 package orchestrator
 
 import (
-	"path/filepath"
-
-	"github.com/inkdev/ink/durable"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -52,8 +47,7 @@ type Parent struct {
 	stop context.CancelCauseFunc
 
 	mu      sync.Mutex
-	w       *session.Writer
-	l       *lease.Lease
+	w       SessionWriter // the session, once a child launched
 	openErr error
 	opened  bool
 	front   map[string]*frontCall // by call id
@@ -303,7 +297,7 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 	if p.ar.registry().get(id) != nil {
 		return p.ar, ""
 	}
-	if _, err := os.Lstat(session.ChildPath(p.ar.transcript, id)); err == nil {
+	if p.o.store.Exists(session.ChildPath(p.ar.transcript, id)) {
 		return p.ar, ""
 	}
 	path, _, err := p.o.findOwner(id, "")
@@ -359,36 +353,21 @@ func (p *Parent) syncCalls() error {
 func (p *Parent) openLocked(f *frontCall) error {
 	p.opened = true
 	p.openErr = func() error {
-		syncDirs, err := durable.MkdirAllLater(p.o.cfg.FS, filepath.Dir(p.ar.transcript), 0o700)
-		if err != nil {
-			return err
-		}
-		l, err := lease.AcquireWith(p.ar.transcript, lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID},
-			lease.Options{Heartbeat: p.o.cfg.HeartbeatInterval, SyncLater: true, FS: p.o.cfg.FS})
-		if err != nil {
-			return err
-		}
-		l.StartHeartbeat(p.o.cfg.HeartbeatInterval)
 		var first []session.Entry
 		if f != nil && !f.written {
 			m := p.callMessage(f)
 			first = append(first, session.Entry{Message: &m})
 		}
-		before := func() error {
-			if err := syncDirs(); err != nil {
-				return err
-			}
-			return l.SyncRecord()
-		}
-		w, _, err := session.CreateSyncing(p.o.cfg.FS, p.ar.transcript, session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}, before, first...)
+		owner := lease.Owner{AttemptID: session.NewID(), Agent: p.ar.label, SessionID: p.ar.sessionID}
+		h := session.Header{Type: "session", Version: session.Version, ID: p.ar.sessionID, CreatedAt: time.Now().UTC(), Cwd: p.o.cfg.Cwd}
+		w, err := p.o.store.CreateSession(p.ar.transcript, owner, h, first...)
 		if err != nil {
-			l.Release()
 			return err
 		}
 		if len(first) > 0 {
 			f.written = true
 		}
-		p.w, p.l = w, l
+		p.w = w
 		p.o.pub.emit(p.ar.label, p.ar.sessionID, event.RunStart{Transcript: p.ar.transcript, Model: p.o.cfg.Binding.String(), Cwd: p.o.cfg.Cwd, MaxParallel: p.o.cfg.MaxParallel, MaxDepth: p.o.cfg.MaxDepth})
 		return nil
 	}()
@@ -398,10 +377,7 @@ func (p *Parent) openLocked(f *frontCall) error {
 // writeCallLocked records a front-end call as an assistant message of the
 // session; p.mu is held and the session open.
 func (p *Parent) writeCallLocked(f *frontCall) error {
-	if err := p.l.Check(); err != nil {
-		return err
-	}
-	if _, err := p.w.AppendMessage(p.callMessage(f)); err != nil {
+	if err := p.w.AppendMessage(p.callMessage(f)); err != nil {
 		return err
 	}
 	f.written = true
@@ -435,11 +411,7 @@ func (p *Parent) recordResult(f *frontCall, content string, isErr bool, recs []s
 			m.TaskRecords = append(m.TaskRecords, raw)
 		}
 	}
-	if err := p.l.Check(); err != nil {
-		p.o.cfg.Logger.Error("Shell session write skipped: the lease is lost", "session", p.ar.sessionID, "err", err)
-		return false
-	}
-	if _, err := p.w.AppendMessage(m); err != nil {
+	if err := p.w.AppendMessage(m); err != nil {
 		p.o.cfg.Logger.Error("Shell session write failed", "session", p.ar.sessionID, "err", err)
 		return false
 	}
@@ -521,10 +493,9 @@ func (p *Parent) Close(cause error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.w != nil {
-			p.w.Close()
-		}
-		if p.l != nil {
-			p.l.Release()
+			if err := p.w.Close(); err != nil {
+				p.o.cfg.Logger.Warn("Shell session not closed cleanly", "session", p.ar.sessionID, "err", err)
+			}
 		}
 	})
 	<-p.closeDone

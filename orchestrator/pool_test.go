@@ -243,7 +243,8 @@ func TestPoolInTheSupervisor(t *testing.T) {
 	var orc *Orchestrator
 	ready := make(chan struct{})
 	main := delegates(`{"prompt":"look around"}`)
-	fl := newFakeLauncher(t, cast{
+	store := newMemStore()
+	fl := newFakeLauncher(t, store, cast{
 		main: func(w *fakeWorker) {
 			<-ready
 			deadline := time.Now().Add(waitLong)
@@ -263,6 +264,7 @@ func TestPoolInTheSupervisor(t *testing.T) {
 	orc, err = New(Config{
 		InkHome: home, Cwd: cwd, Binding: testBinding, HeartbeatInterval: 25 * time.Millisecond,
 		MaxDepth: 1, MaxParallel: 8, WarmWorkers: 2, Launcher: &poolLauncher{freshCounter: fresh, starter: s},
+		Store: store, Workspaces: newMemWorkspaces(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@ func (f fixedProfiles) Current() *agents.Set { return f.set }
 func newTestOrchestrator(t *testing.T, cfg Config) *Orchestrator {
 	t.Helper()
 	cfg.InkHome, cfg.Cwd, cfg.Exe = t.TempDir(), t.TempDir(), "/bin/false"
+	if cfg.Store == nil {
+		cfg.Store, cfg.Workspaces = newMemStore(), newMemWorkspaces()
+	}
 	o, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -18,11 +18,11 @@ import (
 // whose worker never started, is returned as it is. (A worker reports its
 // lease's fencing epoch, at least 1, with every outcome it sends after
 // taking the lease; a result without one never got that outcome.)
-func fromTranscript(res attemptResult, path string) attemptResult {
+func (o *Orchestrator) fromTranscript(res attemptResult, path string) attemptResult {
 	if !res.Launched || res.Epoch != 0 || res.AttemptID == "" || path == "" {
 		return res
 	}
-	tr, err := session.Open(path)
+	tr, err := o.store.Open(path, false)
 	if err != nil {
 		return res
 	}

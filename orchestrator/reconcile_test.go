@@ -15,10 +15,11 @@ import (
 // usage it recorded. A result that came with its outcome is left alone.
 func TestFromTranscript(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := "/ink-test/sessions"
+	o := &Orchestrator{store: newMemStore()}
 	write := func(name string, end bool) string {
 		p := filepath.Join(dir, name+".jsonl")
-		w, err := session.Create(p, session.Header{Type: "session", Version: session.Version, ID: name, CreatedAt: time.Now().UTC(), Cwd: dir})
+		w, err := o.store.(*memStore).writer(p, session.Header{Type: "session", Version: session.Version, ID: name, CreatedAt: time.Now().UTC(), Cwd: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestFromTranscript(t *testing.T) {
 			attemptResult{Status: "crash", Reason: "x", AttemptID: "a2", Launched: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := fromTranscript(c.in, c.path)
+			got := o.fromTranscript(c.in, c.path)
 			if got.Status != c.want.Status || got.Reason != c.want.Reason || got.Turns != c.want.Turns || got.Usage != c.want.Usage || got.Epoch != c.want.Epoch {
 				t.Errorf("got %+v\nwant %+v", got, c.want)
 			}

@@ -26,14 +26,14 @@ import (
 // answered naming the child and its worktree (found by the worktree's
 // origin in inkHome). Calls whose child cannot be found at all are left to
 // the worker's generic repair.
-func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) []ipc.Answer {
+func (o *Orchestrator) childAnswers(ctx context.Context, tr *session.Transcript) []ipc.Answer {
 	answered := map[string]bool{}
 	for _, m := range tr.Messages {
 		for _, r := range m.Results {
 			answered[r.ToolCallID] = true
 		}
 	}
-	children, _ := session.ListChildren(tr.Path)
+	children, _ := o.store.Children(tr.Path)
 	// Children already accounted for by a TaskRecord, and how many of
 	// their attempts the records account for.
 	used := map[string]bool{}
@@ -54,7 +54,7 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 	promptOf := func(path string) string {
 		p, ok := prompts[path]
 		if !ok {
-			p = firstPrompt(path)
+			p = o.firstPrompt(path)
 			prompts[path] = p
 		}
 		return p
@@ -96,13 +96,13 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 				child = find(false)
 			}
 			if child == nil {
-				if a, ok := answerFromWorktree(ctx, inkHome, tr.Header.ID, c); ok {
+				if a, ok := o.answerFromWorktree(ctx, tr.Header.ID, c); ok {
 					out = append(out, a)
 				}
 				continue
 			}
 			used[child.ID] = true
-			a, _, _ := answerFromChild(tr, c, args, child.Path, recorded[child.ID])
+			a, _, _ := o.answerFromChild(tr, c, args, child.Path, recorded[child.ID])
 			out = append(out, a)
 			recorded[child.ID]++
 		}
@@ -111,8 +111,8 @@ func childAnswers(ctx context.Context, inkHome string, tr *session.Transcript) [
 }
 
 // firstPrompt is the text of a transcript's first user message.
-func firstPrompt(path string) string {
-	tr, err := session.Open(path)
+func (o *Orchestrator) firstPrompt(path string) string {
+	tr, err := o.store.Open(path, false)
 	if err != nil {
 		return ""
 	}
@@ -130,8 +130,8 @@ func firstPrompt(path string) string {
 // attempt never started or never ended, the outcome is unknown: an earlier
 // attempt's answer is never passed off as this call's. It also returns
 // when that attempt started and ended (zero when it did not end).
-func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
-	ctr, err := session.OpenLean(childPath)
+func (o *Orchestrator) answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskArgs, childPath string, prior int) (ipc.Answer, time.Time, time.Time) {
+	ctr, err := o.store.Open(childPath, true)
 	result := func(content string, isErr bool, rec *session.TaskRecord) ipc.Answer {
 		a := ipc.Answer{Message: model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: call.ID, ToolName: "task", Content: content, IsError: isErr}}}}
 		if rec != nil {
@@ -146,13 +146,13 @@ func answerFromChild(parent *session.Transcript, call model.ToolCall, args TaskA
 		return result(fmt.Sprintf("interrupted before a result was recorded — the outcome is unknown; check before relying on it. The child's transcript %s cannot be read: %v", childPath, err), true, nil), time.Time{}, time.Time{}
 	}
 	id := ctr.Header.ID
-	bringBackCommits(ctr.Header.Launch)
+	o.bringBackCommits(ctr.Header.Launch)
 	end, started, ended := attemptSpan(ctr, prior)
 	if !ended && !started.IsZero() {
 		// The attempt started and never recorded its end. When its lease
 		// is free and its holder provably gone, it was lost with its host:
 		// say so, as the worker that continues it will record.
-		if st, err := lease.Probe(childPath); err == nil && st.Lost() != lease.NotLost {
+		if st, err := o.store.Probe(childPath); err == nil && st.Lost() != lease.NotLost {
 			end, ended = lostEnd(ctr, prior, st.Lost().String()), true
 		}
 	}
@@ -238,20 +238,20 @@ func attemptSpan(tr *session.Transcript, prior int) (end session.AttemptEntry, s
 // its repository, as the settle its dead supervisor never ran would have:
 // they live in the worktree's own git directory until then. A failure is
 // left for `ink worktrees` to report.
-func bringBackCommits(l *session.LaunchRecord) {
+func (o *Orchestrator) bringBackCommits(l *session.LaunchRecord) {
 	if l == nil || l.Worktree == nil {
 		return
 	}
 	w := l.Worktree
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_ = worktree.Sync(ctx, worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: l.Cwd})
+	_ = o.ws.Sync(ctx, worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: l.Cwd})
 }
 
 // answerFromWorktree answers a dangling task call whose child never got a
 // transcript but whose worktree was made, naming both.
-func answerFromWorktree(ctx context.Context, inkHome, parentID string, call model.ToolCall) (ipc.Answer, bool) {
-	infos, err := worktree.ListWith(ctx, inkHome, worktree.ListOptions{})
+func (o *Orchestrator) answerFromWorktree(ctx context.Context, parentID string, call model.ToolCall) (ipc.Answer, bool) {
+	infos, err := o.ws.List(ctx, o.cfg.InkHome)
 	if err != nil {
 		return ipc.Answer{}, false
 	}
@@ -286,7 +286,7 @@ const startedLead = "child %s started in the background"
 // was lost with it (its lease free, its holder gone) as interrupted. A
 // child that may still run, or whose transcript cannot be read, is left
 // out: task_wait on it says how to continue it.
-func recoverBackground(tr *session.Transcript, ar *agentRun) {
+func (o *Orchestrator) recoverBackground(tr *session.Transcript, ar *agentRun) {
 	calls := map[string]model.ToolCall{}
 	type started struct {
 		call  model.ToolCall
@@ -331,7 +331,7 @@ func recoverBackground(tr *session.Transcript, ar *agentRun) {
 		if !ok {
 			continue
 		}
-		a, began, ended := answerFromChild(tr, st.call, st.args, session.ChildPath(tr.Path, id), st.prior)
+		a, began, ended := o.answerFromChild(tr, st.call, st.args, session.ChildPath(tr.Path, id), st.prior)
 		rec, err := session.ParseTaskRecord(a.TaskRecord)
 		if err != nil || len(a.Message.Results) != 1 {
 			continue // no ended attempt to hand over

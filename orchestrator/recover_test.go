@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -65,14 +64,14 @@ func TestContinueAnswersOpenTaskCalls(t *testing.T) {
 				t.Fatalf("first run %s", first.Status)
 			}
 			alpha, beta := h.l.byPrompt("alpha").Spec, h.l.byPrompt("beta").Spec
-			mainBefore, _ := os.ReadFile(first.Transcript)
+			mainBefore := h.store.bytes(first.Transcript)
 
 			if childrenFirst {
 				sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("beta done later", model.Usage{}))
 				if res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "finish", Resume: strp(beta.SessionID)}}); res.Status != StatusCompleted {
 					t.Fatalf("shell resume of beta: %+v", res)
 				}
-				if after, _ := os.ReadFile(first.Transcript); string(after) != string(mainBefore) {
+				if after := h.store.bytes(first.Transcript); string(after) != string(mainBefore) {
 					t.Fatal("the shell resume wrote into the main session")
 				}
 			}
@@ -111,33 +110,33 @@ func TestContinueAnswersOpenTaskCalls(t *testing.T) {
 			if rec, err := session.ParseTaskRecord(a2.TaskRecord); err != nil || rec.Status != StatusInterrupted || rec.AttemptID != beta.AttemptID {
 				t.Errorf("c2 record %+v: %v", rec, err)
 			}
-			tr, err := session.Open(first.Transcript)
+			tr, err := h.store.Open(first.Transcript, false)
 			if err != nil || session.ScanPairs(tr.Messages).State != session.Consistent {
 				t.Fatalf("main transcript after the continue: %v", err)
 			}
-			if got := childAnswers(t.Context(), t.TempDir(), tr); len(got) != 0 {
+			if got := cont.o.childAnswers(t.Context(), tr); len(got) != 0 {
 				t.Errorf("answered calls are answered again: %d", len(got))
 			}
 		})
 	}
 }
 
-// transcriptBuilder writes a transcript for a test.
+// transcriptBuilder writes a transcript of an in-memory store for a test.
 type transcriptBuilder struct {
 	t    testing.TB
-	w    *session.Writer
+	s    *memStore
+	w    *memWriter
 	path string
 	id   string
 }
 
-func newTranscript(t testing.TB, path string, h session.Header) *transcriptBuilder {
+func newTranscript(t testing.TB, s *memStore, path string, h session.Header) *transcriptBuilder {
 	t.Helper()
-	w, err := session.Create(path, h)
+	w, err := s.writer(path, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
-	return &transcriptBuilder{t: t, w: w, path: path, id: h.ID}
+	return &transcriptBuilder{t: t, s: s, w: w, path: path, id: h.ID}
 }
 
 func (b *transcriptBuilder) msg(m model.Message) *transcriptBuilder {
@@ -185,7 +184,7 @@ func agentChildOf(t testing.TB, main *transcriptBuilder, cwd, agent string) *tra
 	if agent != "" {
 		launch.Agent = &session.AgentRef{Name: agent, Source: "/agents/" + agent + ".md", RoleSHA256: strings.Repeat("0", 64)}
 	}
-	return newTranscript(t, session.ChildPath(main.path, id), session.Header{ID: id, Cwd: cwd, Parent: main.id, Launch: launch})
+	return newTranscript(t, main.s, session.ChildPath(main.path, id), session.Header{ID: id, Cwd: cwd, Parent: main.id, Launch: launch})
 }
 
 func record(t testing.TB, r session.TaskRecord) json.RawMessage {
@@ -204,9 +203,10 @@ func record(t testing.TB, r session.TaskRecord) json.RawMessage {
 // be read yields the outcome-unknown answer.
 func TestChildAnswersUnit(t *testing.T) {
 	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
+	home, cwd := "/ink-test/"+t.Name(), "/ink-test/proj"
+	o, s := memOrchestrator(t, home)
 	mainID := session.NewID()
-	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	main := newTranscript(t, s, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
 
 	// alpha ran once for c1 (recorded), then was resumed by r1 and ended.
 	alpha := childOf(t, main, cwd).run("01a1", "alpha", "first answer", true).run("01a2", "again", "second answer", true)
@@ -216,17 +216,12 @@ func TestChildAnswersUnit(t *testing.T) {
 	twinA := childOf(t, main, cwd).run("01t1", "twin", "twin one", true)
 	twinB := childOf(t, main, cwd).run("01t2", "twin", "twin two", false)
 	// twinB's worker still runs: its outcome is unknown, not lost.
-	l, err := lease.Acquire(twinB.path, lease.Owner{AttemptID: "01t2"})
-	if err != nil {
+	if _, err := s.acquire(twinB.path, lease.Owner{AttemptID: "01t2"}, 4242); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Release() })
 	// A child whose body is broken past its header.
 	broken := childOf(t, main, cwd).run("01k1", "broken", "x", true)
-	if f, err := os.OpenFile(broken.path, os.O_APPEND|os.O_WRONLY, 0); err == nil {
-		f.WriteString("{not json}\n{\"type\":\"message\"}\n")
-		f.Close()
-	}
+	s.put(broken.path, append(s.bytes(broken.path), "{not json}\n{\"type\":\"message\"}\n"...))
 
 	rec := func(callID, childID string) json.RawMessage {
 		u := model.Usage{}
@@ -250,12 +245,12 @@ func TestChildAnswersUnit(t *testing.T) {
 			taskCallOf("k1", fmt.Sprintf(`{"prompt":"x","resume":%q}`, broken.id)),
 			{ID: "read-1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)},
 		}})
-	tr, err := session.Open(main.path)
+	tr, err := s.Open(main.path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]ipc.Answer{}
-	for _, a := range childAnswers(t.Context(), t.TempDir(), tr) {
+	for _, a := range o.childAnswers(t.Context(), tr) {
 		got[a.Message.Results[0].ToolCallID] = a
 	}
 	content := func(id string) string {
@@ -298,9 +293,10 @@ func TestChildAnswersUnit(t *testing.T) {
 // children were created in.
 func TestChildAnswersMatchAgents(t *testing.T) {
 	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
+	home, cwd := "/ink-test/"+t.Name(), "/ink-test/proj"
+	o, s := memOrchestrator(t, home)
 	mainID := session.NewID()
-	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	main := newTranscript(t, s, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
 	// The reviewer's child was created first, though its call came second.
 	reviewer := agentChildOf(t, main, cwd, "reviewer").run("01r1", "check the patch", "reviewer says fine", true)
 	tester := agentChildOf(t, main, cwd, "tester").run("01s1", "check the patch", "tester says two fail", true)
@@ -311,12 +307,12 @@ func TestChildAnswersMatchAgents(t *testing.T) {
 			taskCallOf("r", `{"prompt":"check the patch","agent":"reviewer"}`),
 			taskCallOf("p", `{"prompt":"check the patch"}`),
 		}})
-	tr, err := session.Open(main.path)
+	tr, err := s.Open(main.path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, a := range childAnswers(t.Context(), t.TempDir(), tr) {
+	for _, a := range o.childAnswers(t.Context(), tr) {
 		r, err := session.ParseTaskRecord(a.TaskRecord)
 		if err != nil {
 			t.Fatal(err)
@@ -338,18 +334,17 @@ func TestChildAnswersMatchAgents(t *testing.T) {
 // still run.
 func TestRecoverBackground(t *testing.T) {
 	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
+	home, cwd := "/ink-test/"+t.Name(), "/ink-test/proj"
+	o, s := memOrchestrator(t, home)
 	mainID := session.NewID()
-	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	main := newTranscript(t, s, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
 	done := agentChildOf(t, main, cwd, "tester").run("01d1", "run the tests", "two tests fail", true)
 	collected := childOf(t, main, cwd).run("01c1", "lint", "clean", true)
 	unended := childOf(t, main, cwd).run("01u1", "slow", "", false)
 	// unended's worker still runs (it holds its lease): nothing to hand over.
-	l, err := lease.Acquire(unended.path, lease.Owner{AttemptID: "01u1"})
-	if err != nil {
+	if _, err := s.acquire(unended.path, lease.Owner{AttemptID: "01u1"}, 4242); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Release() })
 	started := func(callID, id string) model.Message {
 		return model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: callID, ToolName: "task",
 			Content: startedText(ChildStatus{ID: id})}}}
@@ -374,12 +369,12 @@ func TestRecoverBackground(t *testing.T) {
 			taskCallOf("b4", fmt.Sprintf(`{"prompt":"lint again","resume":%q,"background":true}`, collected.id))}}).
 		msg(started("b4", collected.id))
 	collected.run("01c2", "lint again", "still clean", true)
-	tr, err := session.Open(main.path)
+	tr, err := s.Open(main.path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ar := &agentRun{label: "main", transcript: main.path}
-	recoverBackground(tr, ar)
+	o.recoverBackground(tr, ar)
 
 	pending := (&Orchestrator{}).pendingChildren(ar)
 	if len(pending.Pending) != 2 || pending.Pending[0] != done.id || pending.Pending[1] != collected.id {
@@ -425,7 +420,7 @@ func TestChildLostWithItsHost(t *testing.T) {
 	h := newHarness(t, Config{MaxDepth: 1}, cast{main: loses(call), byPrompt: map[string]play{"alpha": dies}}.play)
 	first := h.run(t, RunOptions{Prompt: "p"})
 	alpha := h.l.byPrompt("alpha").Spec
-	if tail, err := session.ReadTail(alpha.Transcript); err != nil || tail.LastEnd != nil || !tail.StartedSince {
+	if tail, err := h.store.Tail(alpha.Transcript); err != nil || tail.LastEnd != nil || !tail.StartedSince {
 		t.Fatalf("the child's tail %+v, %v: want a start without an end", tail, err)
 	}
 
@@ -466,13 +461,14 @@ func TestChildLostWithItsHost(t *testing.T) {
 // did, and ends with the same tail.
 func TestRecoveredLongAnswer(t *testing.T) {
 	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
+	home, cwd := "/ink-test/"+t.Name(), "/ink-test/proj"
+	o, s := memOrchestrator(t, home)
 	mainID := session.NewID()
-	main := newTranscript(t, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+	main := newTranscript(t, s, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
 	long := "START " + strings.Repeat("é", session.MaxFinalText) + " END"
 	child := childOf(t, main, cwd).run("01l1", "long", long, true)
 	main.msg(model.UserText("p")).msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{taskCallOf("c1", `{"prompt":"long"}`)}})
-	ctr, err := session.Open(child.path)
+	ctr, err := s.Open(child.path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,11 +476,11 @@ func TestRecoveredLongAnswer(t *testing.T) {
 	if !ok || len(end.FinalText) > session.MaxFinalText || end.FinalTextLen != len(long) || !strings.HasSuffix(long, end.FinalText) {
 		t.Fatalf("end entry keeps %d bytes of a %d-byte text (FinalTextLen %d)", len(end.FinalText), len(long), end.FinalTextLen)
 	}
-	tr, err := session.Open(main.path)
+	tr, err := s.Open(main.path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers := childAnswers(t.Context(), t.TempDir(), tr)
+	answers := o.childAnswers(t.Context(), tr)
 	if len(answers) != 1 {
 		t.Fatalf("answers = %+v", answers)
 	}

@@ -109,11 +109,11 @@ func TestRejectionsChangeNothing(t *testing.T) {
 			if n := len(h.l.all()); n != 1 {
 				t.Errorf("%d workers started, want only main", n)
 			}
-			if _, err := os.Stat(session.ChildrenDir(res.Transcript)); !os.IsNotExist(err) {
-				t.Errorf("a children directory exists after a rejection: %v", err)
+			if kids := h.store.under(session.ChildrenDir(res.Transcript) + "/*"); len(kids) != 0 {
+				t.Errorf("child transcripts exist after a rejection: %v", kids)
 			}
-			if _, err := os.Stat(filepath.Join(home, "worktrees")); !os.IsNotExist(err) {
-				t.Errorf("a worktree directory exists after a rejection: %v", err)
+			if trees, _ := h.ws.List(t.Context(), home); len(trees) != 0 {
+				t.Errorf("worktrees exist after a rejection: %v", trees)
 			}
 		})
 	}

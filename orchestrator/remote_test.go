@@ -15,7 +15,7 @@ func TestRemoteChildren(t *testing.T) {
 	t.Parallel()
 	repo, home := gitRepo(t), t.TempDir()
 	profiles := loadProfiles(t, home, map[string]string{"here": "launcher: local\n"})
-	h := newHarness(t, Config{InkHome: home, Cwd: repo, MaxDepth: 1, RemoteLauncher: remoteFake, Profiles: profiles}, cast{
+	h := newHarness(t, Config{Workspaces: gitWorkspaces{}, InkHome: home, Cwd: repo, MaxDepth: 1, RemoteLauncher: remoteFake, Profiles: profiles}, cast{
 		main: delegates(`{"prompt":"away"}`, `{"prompt":"near","agent":"here"}`, `{"prompt":"flat","worktree":false}`),
 		child: func(w *fakeWorker) {
 			if w.Start() {
@@ -60,7 +60,7 @@ func TestRemoteChildren(t *testing.T) {
 func TestRemoteProfileWithoutLauncher(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	h := newHarness(t, Config{InkHome: home, MaxDepth: 1, Profiles: loadProfiles(t, home, map[string]string{"far": "launcher: remote\n"})}, cast{
+	h := newHarness(t, Config{Workspaces: gitWorkspaces{}, InkHome: home, MaxDepth: 1, Profiles: loadProfiles(t, home, map[string]string{"far": "launcher: remote\n"})}, cast{
 		main:  delegates(`{"prompt":"x","agent":"far"}`),
 		child: completes("never", model.Usage{}),
 	}.play)

@@ -71,13 +71,13 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	}
 	ownerID := parent.sessionID
 	if parent.childrenOf != "" {
-		h, err := session.ReadHeader(parent.childrenOf)
+		h, err := o.store.Header(parent.childrenOf)
 		if err != nil {
 			return refuse(Problem{Code: session.CodeMalformed, Message: err.Error()})
 		}
 		ownerID = h.ID
 	}
-	info, err := session.FindChild(parent.owner(), ownerID, childID)
+	info, err := o.store.FindChild(parent.owner(), ownerID, childID)
 	if err != nil {
 		var le *session.LookupError
 		if errors.As(err, &le) {
@@ -132,7 +132,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// the worker reads the whole history once, under the lease, and
 	// refuses one it cannot continue (its calls and results out of step, a
 	// damaged line) before it writes anything.
-	tail, err := session.ReadTail(path)
+	tail, err := o.store.Tail(path)
 	if err != nil {
 		return resumePlan{}, []Problem{{Code: session.CodeMalformed, Message: err.Error()}}
 	}
@@ -144,7 +144,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	plan := resumePlan{header: h}
 
 	// Is it running? A held lease means another worker is writing it.
-	st, perr := lease.Probe(path)
+	st, perr := o.store.Probe(path)
 	if perr == nil && st.State != lease.Free {
 		who := ""
 		if st.Meta != nil {
@@ -160,7 +160,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	// process killed at once, the machine stopped): it is interrupted,
 	// and the worker that continues it records so. One that may still run
 	// elsewhere is not settled.
-	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !parentRecorded(parent.owner(), h.ID) {
+	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !o.parentRecorded(parent.owner(), h.ID) {
 		add(codeNoRecord, "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
 	}
 	if launch.InkVersion != InkVersion {
@@ -227,7 +227,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if launch.Worktree != nil {
 		w := launch.Worktree
 		rec := worktree.Record{RepoRoot: w.RepoRoot, Baseline: w.Baseline, Path: w.Path, Branch: w.Branch, CreationReflog: w.CreationReflog, Cwd: launch.Cwd}
-		for _, p := range worktree.Validate(ctx, rec) {
+		for _, p := range o.ws.Validate(ctx, rec) {
 			add(session.Code(p.Code), "%s", p.Message)
 		}
 		plan.worktree = &rec
@@ -298,8 +298,8 @@ func atURL(b model.Binding) string {
 // parentRecorded reports whether the transcript at path holds a TaskRecord
 // with launched=true for childID, on a task result or among the records a
 // message collected (task_wait).
-func parentRecorded(path, childID string) bool {
-	tr, err := session.OpenLean(path)
+func (o *Orchestrator) parentRecorded(path, childID string) bool {
+	tr, err := o.store.Open(path, true)
 	if err != nil {
 		return false
 	}

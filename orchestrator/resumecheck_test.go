@@ -18,12 +18,9 @@ import (
 )
 
 // editHeader rewrites the header line of the transcript at path.
-func editHeader(t testing.TB, path string, edit func(h *session.Header)) {
+func editHeader(t testing.TB, s *memStore, path string, edit func(h *session.Header)) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := s.bytes(path)
 	first, rest, _ := bytes.Cut(data, []byte("\n"))
 	var h session.Header
 	if err := json.Unmarshal(first, &h); err != nil {
@@ -34,19 +31,14 @@ func editHeader(t testing.TB, path string, edit func(h *session.Header)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, append(append(line, '\n'), rest...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.put(path, append(append(line, '\n'), rest...))
 }
 
 // keepLines rewrites the transcript at path keeping the header and the
 // entries keep accepts.
-func keepLines(t testing.TB, path string, keep func(entry map[string]any) bool) {
+func keepLines(t testing.TB, s *memStore, path string, keep func(entry map[string]any) bool) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := s.bytes(path)
 	lines := strings.SplitAfter(string(data), "\n")
 	out := lines[0]
 	for _, l := range lines[1:] {
@@ -58,9 +50,7 @@ func keepLines(t testing.TB, path string, keep func(entry map[string]any) bool) 
 			out += l
 		}
 	}
-	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.put(path, []byte(out))
 }
 
 // TestResumeRefusals: a resume that cannot continue the same child in the
@@ -93,30 +83,25 @@ func TestResumeRefusals(t *testing.T) {
 		{name: "still running", codes: []string{"still-running"},
 			want: []string{fmt.Sprintf("the child is still running (pid %d holds its lease); wait for it to finish, or see `ink leases ls`", os.Getpid())},
 			mutate: func(t *testing.T, fx fixture) {
-				l, err := lease.Acquire(fx.child.Transcript, lease.Owner{AttemptID: session.NewID(), SessionID: fx.child.SessionID})
-				if err != nil {
+				if _, err := fx.h.store.acquire(fx.child.Transcript, lease.Owner{AttemptID: session.NewID(), SessionID: fx.child.SessionID}, os.Getpid()); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { l.Release() })
 			}},
 		{name: "empty transcript", codes: []string{"empty-transcript"},
 			mutate: func(t *testing.T, fx fixture) {
-				keepLines(t, fx.child.Transcript, func(e map[string]any) bool { return e["type"] != session.EntryMessage })
+				keepLines(t, fx.h.store, fx.child.Transcript, func(e map[string]any) bool { return e["type"] != session.EntryMessage })
 			}},
 		{name: "no settled record", child: dies, mainDie: true, codes: []string{"no-record"},
 			want: []string{"no settled record of this child: neither the parent's task result nor the child's own attempt end was written"},
 			mutate: func(t *testing.T, fx fixture) {
 				// Its last holder ran on another host, which a free lock here
 				// says nothing about: it may still run.
-				rec := `{"pid":4242,"host":"another-host","attemptId":"` + fx.child.AttemptID + `","epoch":1}` + "\n"
-				if err := os.WriteFile(lease.MetaPath(fx.child.Transcript), []byte(rec), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				fx.h.store.setLease(fx.child.Transcript, false, lease.Meta{Pid: 4242, Host: "another-host", AttemptID: fx.child.AttemptID, Epoch: 1})
 			}},
 		{name: "another ink version", codes: []string{"version-drift"},
 			want: []string{"launched by ink 0.0.9, this is ink " + InkVersion + "; resume it with ink 0.0.9"},
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.InkVersion = "0.0.9" })
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch.InkVersion = "0.0.9" })
 			}},
 		{name: "agent removed", args: `{"prompt":"job","agent":"scout"}`, codes: []string{"agent-missing", "system-drift"},
 			want: []string{`agent "scout" is no longer defined (was `},
@@ -152,7 +137,7 @@ func TestResumeRefusals(t *testing.T) {
 		{name: "recorded thinking differs", codes: []string{"thinking-drift"}, notCodes: []string{"agent-drift"},
 			want: []string{`launched with thinking "high", would now run with thinking none`},
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Thinking = "high" })
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch.Thinking = "high" })
 			}},
 		// Only a child that may delegate is told the agents.
 		{name: "another agent advertised", codes: []string{"system-drift"},
@@ -205,17 +190,17 @@ func TestResumeRefusals(t *testing.T) {
 			}},
 		{name: "header without a launch record", codes: []string{"missing-launch"},
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch = nil })
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch = nil })
 			}},
 		{name: "child of another session", codes: []string{"not-owned"},
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) {
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) {
 					h.Parent = "01someoneelse"
 					h.Launch.ParentSessionID = "01someoneelse"
 				})
 			}},
 		{name: "worktree removed", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-missing"}, notCodes: []string{"cwd-missing"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
 				if err := os.RemoveAll(fx.child.Root); err != nil {
 					t.Fatal(err)
@@ -223,12 +208,12 @@ func TestResumeRefusals(t *testing.T) {
 				runGit(t, fx.proj, "worktree", "prune")
 			}},
 		{name: "worktree on another branch", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-branch-swapped"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
 				runGit(t, fx.child.Root, "checkout", "-q", "-b", "elsewhere")
 			}},
 		{name: "worktree history replaced", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-history-replaced"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
 				runGit(t, fx.child.Root, "checkout", "-q", "--orphan", "tmp")
 				runGit(t, fx.child.Root, "commit", "-q", "--allow-empty", "-m", "unrelated")
@@ -236,12 +221,12 @@ func TestResumeRefusals(t *testing.T) {
 				runGit(t, fx.child.Root, "checkout", "-q", "ink/"+fx.child.SessionID)
 			}},
 		{name: "worktree cwd outside it", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-cwd-outside"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Cwd = fx.proj })
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch.Cwd = fx.proj })
 			}},
 		{name: "worktree no longer registered", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-unregistered"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
 				admin := filepath.Join(fx.proj, ".git", "worktrees", filepath.Base(fx.child.Root))
 				if err := os.RemoveAll(admin); err != nil {
@@ -249,9 +234,9 @@ func TestResumeRefusals(t *testing.T) {
 				}
 			}},
 		{name: "worktree repository gone", args: `{"prompt":"job","worktree":true}`, child: dies, codes: []string{"worktree-repo-missing"},
-			launch: func(t *testing.T, home, proj string) Config { gitInit(t, proj); return Config{} },
+			launch: gitLaunch,
 			mutate: func(t *testing.T, fx fixture) {
-				editHeader(t, fx.child.Transcript, func(h *session.Header) { h.Launch.Worktree.RepoRoot = filepath.Join(fx.proj, "gone") })
+				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch.Worktree.RepoRoot = filepath.Join(fx.proj, "gone") })
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,8 +297,8 @@ func TestResumeRefusals(t *testing.T) {
 			if rcfg.MaxDepth == 0 {
 				rcfg.MaxDepth = 1
 			}
-			rcfg.InkHome = home
-			beforeHome, beforeProj := snapshot(t, home), snapshotIfDir(t, proj)
+			rcfg.InkHome, rcfg.Workspaces = home, cfg.Workspaces
+			beforeHome, beforeProj, beforeStore := snapshot(t, home), snapshotIfDir(t, proj), h.store.snapshot()
 
 			sh := newHarness(t, rcfg, func(w *fakeWorker) { t.Errorf("a worker started for a refused resume") })
 			got := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(cw.Spec.SessionID)}, Parent: res.SessionID})
@@ -348,11 +333,19 @@ func TestResumeRefusals(t *testing.T) {
 					t.Errorf("refusal lacks %q:\n%s", w, c)
 				}
 			}
-			if !reflect.DeepEqual(snapshot(t, home), beforeHome) || !reflect.DeepEqual(snapshotIfDir(t, proj), beforeProj) {
+			if !reflect.DeepEqual(snapshot(t, home), beforeHome) || !reflect.DeepEqual(snapshotIfDir(t, proj), beforeProj) || !reflect.DeepEqual(h.store.snapshot(), beforeStore) {
 				t.Error("a refused resume changed files")
 			}
 		})
 	}
+}
+
+// gitLaunch makes proj a repository and launches on the worktrees of
+// package worktree: the worktree cases are integration tests of the
+// default Workspaces against real git.
+func gitLaunch(t *testing.T, home, proj string) Config {
+	gitInit(t, proj)
+	return Config{Workspaces: gitWorkspaces{}}
 }
 
 // gitInit makes dir a repository with one commit.
@@ -389,26 +382,21 @@ func snapshotIfDir(t testing.TB, dir string) map[string]string {
 func TestResumeOfAnInconsistentHistory(t *testing.T) {
 	t.Parallel()
 	h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, completes("done", model.Usage{Input: 3, Output: 1}))
-	w, err := session.OpenWriter(child.Spec.Transcript)
-	if err != nil {
+	stray := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}
+	if err := h.store.append(child.Spec.Transcript, session.Entry{Message: &stray}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AppendMessage(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	before := snapshot(t, h.cfg.InkHome)
+	before := h.store.snapshot()
 	sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("again", model.Usage{}))
 	res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
 	want := "- malformed: the transcript " + child.Spec.Transcript + " cannot be continued: inconsistent beyond a crash tail: "
 	if res.Status != StatusRejected || res.ParentSession != "" || !strings.Contains(res.Content, want) || !strings.HasSuffix(res.Content, "\nStart a new task instead.") {
 		t.Fatalf("resume = %+v\nwant a refusal containing %q", res, want)
 	}
-	// Only the lease record and heartbeat show that a worker held the lease
-	// to read.
-	after := snapshot(t, h.cfg.InkHome)
+	// Only the lease shows that a worker held it to read.
+	after := h.store.snapshot()
 	for p, v := range after {
-		if before[p] != v && p != lease.MetaPath(child.Spec.Transcript) && p != lease.BeatPath(child.Spec.Transcript) {
+		if before[p] != v {
 			t.Errorf("a resume the worker refused changed %s", p)
 		}
 	}
@@ -439,7 +427,7 @@ func TestResumeRefusedByTheWorker(t *testing.T) {
 		{session.CodeHeaderChanged, "the transcript changed since it was validated", "- header-changed: the transcript changed since it was validated\nStart a new task instead."},
 	} {
 		h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
-		before, _ := os.ReadFile(child.Spec.Transcript)
+		before := h.store.bytes(child.Spec.Transcript)
 		sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
 			w.Finish(ipc.Outcome{Status: StatusRefused, Code: tc.code, Reason: tc.reason})
 		})
@@ -450,7 +438,7 @@ func TestResumeRefusedByTheWorker(t *testing.T) {
 		if err := res.Record.Validate(); err != nil {
 			t.Errorf("the refusal's record does not validate: %v", err)
 		}
-		if after, _ := os.ReadFile(child.Spec.Transcript); !bytes.Equal(before, after) {
+		if after := h.store.bytes(child.Spec.Transcript); len(before) == 0 || !bytes.Equal(before, after) {
 			t.Error("the child's transcript changed")
 		}
 	}

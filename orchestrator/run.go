@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/inkdev/ink/event"
@@ -70,7 +68,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		if err != nil {
 			return RunResult{}, err
 		}
-		tr, err := session.OpenLean(path)
+		tr, err := o.store.Open(path, true)
 		if err != nil {
 			return RunResult{}, fmt.Errorf("continue session %s: %w", opts.SessionID, err)
 		}
@@ -83,8 +81,8 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 		hdr, _ := json.Marshal(tr.Header)
 		ar.sessionID, ar.transcript = tr.Header.ID, path
 		spec.SessionID, spec.Transcript, spec.ExpectHeader, spec.Repair = tr.Header.ID, path, hdr, true
-		spec.Answers = childAnswers(ctx, o.cfg.InkHome, tr)
-		recoverBackground(tr, ar)
+		spec.Answers = o.childAnswers(ctx, tr)
+		o.recoverBackground(tr, ar)
 	} else {
 		id := session.NewID()
 		ar.sessionID, ar.transcript = id, session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
@@ -98,7 +96,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	res := o.supervise(ctx, ar, spec, 0, func(pid int) {
 		o.pub.emit("main", ar.sessionID, event.WorkerStart{Pid: pid, AttemptID: spec.AttemptID})
 	})
-	res = fromTranscript(res, ar.transcript)
+	res = o.fromTranscript(res, ar.transcript)
 	o.usage.add("main", res.Usage)
 	out := RunResult{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, SessionID: ar.sessionID,
@@ -117,14 +115,14 @@ func (o *Orchestrator) findMain(id string) (string, error) {
 		return "", fmt.Errorf("--session %q is not a session id (ids use only a-z, 0-9 and '-'); list sessions with `ink sessions ls`", id)
 	}
 	p := session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
-	if _, err := os.Lstat(p); err == nil {
+	if o.store.Exists(p) {
 		return p, nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(o.cfg.InkHome, "sessions", "*", id+".jsonl"))
+	matches, kids := o.store.Named(o.cfg.InkHome, id)
 	if len(matches) == 1 {
 		return matches[0], nil
 	}
-	if kids, _ := filepath.Glob(filepath.Join(o.cfg.InkHome, "sessions", "*", "*", "children", id+".jsonl")); len(kids) > 0 {
+	if len(kids) > 0 {
 		return "", fmt.Errorf("%s is a child session, not a main session; continue it with `ink task --resume %s \"…\"`", id, id)
 	}
 	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)

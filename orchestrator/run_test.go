@@ -175,7 +175,7 @@ func TestRunReportsEveryStepInOrder(t *testing.T) {
 	}
 
 	// The child's transcript holds its launch record.
-	tr, err := session.Open(cs.Transcript)
+	tr, err := h.store.Open(cs.Transcript, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRunContinuesASession(t *testing.T) {
 	if e := again.rec.all()[0]; !e.Body.(event.RunStart).Continued || e.Session != first.SessionID {
 		t.Errorf("run.start = %+v", e)
 	}
-	tr, err := session.Open(first.Transcript)
+	tr, err := h.store.Open(first.Transcript, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func (o *Orchestrator) findOwner(childID, parentID string) (path, id string, err
 		}
 		return p, parentID, nil
 	}
-	sessions, err := session.ListSessions(o.cfg.InkHome, o.cfg.Cwd)
+	sessions, err := o.store.Sessions(o.cfg.InkHome, o.cfg.Cwd)
 	if err != nil {
 		return "", "", fmt.Errorf("cannot resume child %q: %v", childID, err)
 	}
@@ -104,7 +104,7 @@ func (o *Orchestrator) findOwner(childID, parentID string) (path, id string, err
 		if s.ID == "" {
 			continue
 		}
-		_, err := session.FindChild(s.Path, s.ID, childID)
+		_, err := o.store.FindChild(s.Path, s.ID, childID)
 		var le *session.LookupError
 		if err == nil || !errors.As(err, &le) || le.Code != session.CodeNotFound {
 			return s.Path, s.ID, nil

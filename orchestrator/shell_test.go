@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/inkdev/ink/event"
@@ -44,14 +45,11 @@ func TestShellTaskRecordsItsOwnSession(t *testing.T) {
 	if child.Spec.Transcript != session.ChildPath(path, child.Spec.SessionID) || child.Spec.Create.Parent != res.ParentSession {
 		t.Errorf("child transcript %s is not a child of the shell session %s", child.Spec.Transcript, path)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := h.store.bytes(path)
 	if strings.Contains(string(raw), key) {
 		t.Errorf("the shell session holds the secret:\n%s", raw)
 	}
-	tr, err := session.Open(path)
+	tr, err := h.store.Open(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +71,7 @@ func TestShellTaskRecordsItsOwnSession(t *testing.T) {
 	if err != nil || rec.ChildID != child.Spec.SessionID || rec.ParentSessionID != res.ParentSession || rec.Status != StatusCompleted || !rec.Launched {
 		t.Errorf("stored record %+v: %v", rec, err)
 	}
-	if st, err := lease.Probe(path); err != nil || st.State != lease.Free {
+	if st, err := h.store.Probe(path); err != nil || st.State != lease.Free {
 		t.Errorf("the shell session's lease is %v after the command (%v)", st.State, err)
 	}
 
@@ -127,10 +125,9 @@ func TestShellTaskRejectedWritesNothing(t *testing.T) {
 func TestShellTaskCannotWriteItsSession(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "sessions"), []byte("not a directory"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, Config{InkHome: home, MaxDepth: 1}, func(w *fakeWorker) { t.Errorf("a worker started") })
+	store := newMemStore()
+	store.failSession = &fs.PathError{Op: "mkdir", Path: filepath.Join(home, "sessions"), Err: syscall.ENOTDIR}
+	h := newHarness(t, Config{InkHome: home, MaxDepth: 1, Store: store}, func(w *fakeWorker) { t.Errorf("a worker started") })
 	res := h.task(t, TaskOptions{Args: TaskArgs{Prompt: "x"}})
 	if res.Status != StatusRejected || !strings.HasPrefix(res.Content, "task: ") || !strings.Contains(res.Content, "not a directory") || res.ParentSession != "" {
 		t.Errorf("result = %+v", res)
@@ -170,10 +167,7 @@ func TestShellResumeWritesOnlyItsOwnSession(t *testing.T) {
 		t.Run(fmt.Sprintf("parent named %v", named), func(t *testing.T) {
 			t.Parallel()
 			h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
-			before, err := os.ReadFile(main.Transcript)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := h.store.bytes(main.Transcript)
 			sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("resumed and done", model.Usage{Input: 60, Output: 6}))
 			opts := TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}}
 			if named {
@@ -183,9 +177,8 @@ func TestShellResumeWritesOnlyItsOwnSession(t *testing.T) {
 			if res.Status != StatusCompleted || res.ParentSession == "" || res.ParentSession == main.SessionID {
 				t.Fatalf("result = %+v", res)
 			}
-			after, err := os.ReadFile(main.Transcript)
-			if err != nil || string(after) != string(before) {
-				t.Fatalf("the owner's transcript changed (%v)", err)
+			if after := h.store.bytes(main.Transcript); len(before) == 0 || string(after) != string(before) {
+				t.Fatalf("the owner's transcript changed")
 			}
 			for _, want := range []string{"resumed and done", "(child lifetime: 2 attempts, ≥60 in / ≥6 out)", "ink task --resume " + child.Spec.SessionID} {
 				if !strings.Contains(res.Content, want) {
@@ -197,15 +190,15 @@ func TestShellResumeWritesOnlyItsOwnSession(t *testing.T) {
 				t.Errorf("the resume runs on %s (create %v)", rs.Transcript, rs.Create)
 			}
 			shellPath := session.MainPath(h.cfg.InkHome, h.cfg.Cwd, res.ParentSession)
-			tr, err := session.Open(shellPath)
+			tr, err := h.store.Open(shellPath, false)
 			if err != nil || len(tr.Messages) != 2 {
 				t.Fatalf("shell session: %v, %d messages", err, len(tr.Messages))
 			}
 			if rec, err := session.ParseTaskRecord(tr.Messages[1].TaskRecord); err != nil || rec.ChildID != child.Spec.SessionID || rec.ParentSessionID != res.ParentSession {
 				t.Errorf("shell record %+v: %v", rec, err)
 			}
-			if _, err := os.Stat(session.ChildrenDir(shellPath)); !os.IsNotExist(err) {
-				t.Errorf("the shell session got a children directory: %v", err)
+			if kids := h.store.under(session.ChildrenDir(shellPath) + "/*"); len(kids) != 0 {
+				t.Errorf("the shell session got children: %v", kids)
 			}
 			ts := sh.rec.waitFor(t, "task.start", is[event.TaskStart]("shell/1")).Body.(event.TaskStart)
 			if !ts.Resumed || ts.ChildID != child.Spec.SessionID {

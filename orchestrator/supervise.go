@@ -356,7 +356,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 				endChildren()
 			})
 		case <-hung.C:
-			st, err := lease.Probe(spec.Transcript)
+			st, err := o.store.Probe(spec.Transcript)
 			if err == nil && st.State == lease.Hung && cancelStatus == "" {
 				o.pub.emit(ar.label, ar.sessionID, event.Warning{Text: fmt.Sprintf("worker pid %d is hung (heartbeat %s ago); cancelling it", res.Pid, st.HeartbeatAge.Round(time.Millisecond))})
 				cancel(StatusCrash, fmt.Sprintf("the worker hung (no heartbeat for %s)", st.HeartbeatAge.Round(time.Millisecond)))
@@ -387,7 +387,7 @@ func (o *Orchestrator) lose(ar *agentRun, spec ipc.AttemptSpec, w Worker, live *
 		o.cfg.Logger.Warn("Lost worker did not exit after SIGKILL; its attempt's end is left to a resume", "agent", ar.label, "pid", res.Pid)
 	} else {
 		owner := lease.Owner{AttemptID: spec.AttemptID, Agent: spec.Label, SessionID: spec.SessionID}
-		if err := recordLost(spec.Transcript, spec.AttemptID, owner, reason, o.cfg.FS); err != nil && !errors.Is(err, errEndRecorded) {
+		if err := o.recordLost(spec.Transcript, spec.AttemptID, owner, reason); err != nil && !errors.Is(err, errEndRecorded) {
 			o.cfg.Logger.Warn("Lost attempt's end not recorded; a resume records it", "agent", ar.label, "err", err)
 		}
 	}

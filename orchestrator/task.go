@@ -183,7 +183,7 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		plan.worktree = true
 	}
 	if plan.worktree {
-		if _, err := worktree.Detect(ctx, parent.cwd); err != nil {
+		if _, err := o.ws.Detect(ctx, parent.cwd); err != nil {
 			return plan, fmt.Sprintf("task: %v", err)
 		}
 	}
@@ -210,10 +210,10 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	cwd, root := parent.cwd, parent.root
 	var wt *worktree.Record
 	if plan.worktree {
-		repo, err := worktree.Detect(ctx, parent.cwd)
+		repo, err := o.ws.Detect(ctx, parent.cwd)
 		if err == nil {
 			var rec worktree.Record
-			rec, err = worktree.CreateFor(ctx, repo, o.cfg.InkHome, childID, os.Getpid(), worktree.Origin{ParentSession: parent.sessionID, ToolCallID: call.id})
+			rec, err = o.ws.Create(ctx, repo, o.cfg.InkHome, childID, worktree.Origin{ParentSession: parent.sessionID, ToolCallID: call.id})
 			wt = &rec
 		}
 		if err != nil {
@@ -293,10 +293,10 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 	// again, so that no prune or `ink worktrees rm` takes it from under the
 	// worker. settleWorktree unlocks it after the attempt.
 	if e.wt != nil && e.resumed {
-		if info, err := worktree.Find(ctx, o.cfg.InkHome, e.wt.ChildID()); err == nil && info.Locked && info.LockPIDAlive && info.LockPID != os.Getpid() {
+		if info, err := o.ws.Find(ctx, o.cfg.InkHome, e.wt.ChildID()); err == nil && info.Locked && info.LockPIDAlive && info.LockPID != os.Getpid() {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: the worktree %s is in use by process %d (%s); resume it once that process has ended. Start a new task instead.", e.wt.Path, info.LockPID, info.LockReason))
 		}
-		if err := worktree.Lock(ctx, *e.wt, fmt.Sprintf("ink %s pid %d", e.child.sessionID, os.Getpid())); err != nil {
+		if err := o.ws.Lock(ctx, *e.wt, fmt.Sprintf("ink %s pid %d", e.child.sessionID, os.Getpid())); err != nil {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}

@@ -16,6 +16,10 @@ import (
 	"github.com/inkdev/ink/worktree"
 )
 
+// The tests of this file are integration tests of the default Workspaces
+// (package worktree on real git): the supervisor's transcripts stay in
+// memory, its worktrees are real.
+
 // gitRepo makes a repository with one commit in a temporary directory and
 // returns its path (symlinks resolved, as git reports it).
 func gitRepo(t testing.TB) string {
@@ -100,7 +104,7 @@ func TestWorktreeChildren(t *testing.T) {
 			t.Parallel()
 			repo := gitRepo(t)
 			var lockedWhileRunning bool
-			h := newHarness(t, Config{Cwd: repo, MaxDepth: 1}, cast{
+			h := newHarness(t, Config{Workspaces: gitWorkspaces{}, Cwd: repo, MaxDepth: 1}, cast{
 				main: delegates(`{"prompt":"risky edit","worktree":true}`),
 				child: func(w *fakeWorker) {
 					if !w.Start() {
@@ -175,7 +179,7 @@ func TestWorktreeChildren(t *testing.T) {
 func TestWorktreeResume(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
-	h := newHarness(t, Config{Cwd: repo, MaxDepth: 1}, cast{
+	h := newHarness(t, Config{Workspaces: gitWorkspaces{}, Cwd: repo, MaxDepth: 1}, cast{
 		main: delegates(`{"prompt":"risky","worktree":true}`),
 		child: func(w *fakeWorker) {
 			if w.Start() {
@@ -188,7 +192,7 @@ func TestWorktreeResume(t *testing.T) {
 	wt := child.Create.Launch.Worktree
 
 	var locked bool
-	again := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: repo, MaxDepth: 1}, cast{
+	again := newHarness(t, Config{Workspaces: gitWorkspaces{}, InkHome: h.cfg.InkHome, Cwd: repo, MaxDepth: 1}, cast{
 		main: func(w *fakeWorker) {
 			if !w.Start() {
 				return
@@ -239,7 +243,7 @@ func TestWorktreeResume(t *testing.T) {
 	// Locked by another live process (pid 1 stands in for a second ink):
 	// refused, and the lock stays as it was.
 	runGit(t, repo, "worktree", "lock", "--reason", fmt.Sprintf("ink %s pid 1", child.SessionID), wt.Path)
-	third := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: repo, MaxDepth: 1}, func(w *fakeWorker) {
+	third := newHarness(t, Config{Workspaces: gitWorkspaces{}, InkHome: h.cfg.InkHome, Cwd: repo, MaxDepth: 1}, func(w *fakeWorker) {
 		if w.Spec.Depth > 0 {
 			t.Errorf("a resume ran in a worktree locked by another process")
 			return
@@ -266,7 +270,7 @@ func TestWorktreeResume(t *testing.T) {
 func TestRefusedNewWorktreeChildLeavesNothing(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
-	h := newHarness(t, Config{Cwd: repo, MaxDepth: 1}, cast{
+	h := newHarness(t, Config{Workspaces: gitWorkspaces{}, Cwd: repo, MaxDepth: 1}, cast{
 		main: delegates(`{"prompt":"x","worktree":true}`),
 		child: func(w *fakeWorker) {
 			w.Finish(ipc.Outcome{Status: StatusRefused, Code: session.CodeCreateFailed, Reason: "create transcript: file exists"})

@@ -78,6 +78,15 @@ func TestReadTail(t *testing.T) {
 			if c.ended && tail.LastEnd.AttemptID != c.endID {
 				t.Fatalf("last end %s, want %s", tail.LastEnd.AttemptID, c.endID)
 			}
+			// A transcript parsed from its bytes says the same.
+			tr, err := Parse(path, readFile(t, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tr.Tail(); got.Header.ID != tail.Header.ID || got.HasMessages != tail.HasMessages || got.StartedSince != tail.StartedSince ||
+				(got.LastEnd == nil) != (tail.LastEnd == nil) || got.LastEnd != nil && got.LastEnd.AttemptID != tail.LastEnd.AttemptID {
+				t.Fatalf("Parse(...).Tail() = %+v, ReadTail = %+v", got, tail)
+			}
 		})
 	}
 	if _, err := ReadTail(filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
@@ -126,6 +135,13 @@ func TestReadLifetime(t *testing.T) {
 				}
 				if got.Attempts != want.Attempts || got.Usage != want.Usage {
 					t.Fatalf("lifetime %+v, want %+v", got, want)
+				}
+				tr, err := Parse(path, readFile(t, path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p := tr.Lifetime(); p.Attempts != want.Attempts || p.Usage != want.Usage {
+					t.Fatalf("Parse(...).Lifetime() = %+v, want %+v", p, want)
 				}
 			})
 		}
