@@ -100,9 +100,47 @@ type execLauncher struct {
 	// secrets) too; warn says which were left out when it is not set.
 	includes bool
 	warn     func(agent, text string)
+	// start starts the command and reaches its worker (startExec; tests
+	// play the worker in memory).
+	start func(ctx context.Context, cfg ipc.ExecConfig) (remoteClient, error)
 }
 
 var _ Launcher = (*execLauncher)(nil)
+
+// remoteClient is what the exec launcher uses of the worker behind its
+// command (*ipc.RemoteClient through execClient).
+type remoteClient interface {
+	Pid() int
+	Attempt(ctx context.Context) (attemptStream, error)
+	Beats(ctx context.Context, interval time.Duration) (<-chan ipc.Heartbeat, error)
+	Kill()
+	Shutdown()
+	Done() <-chan struct{}
+	ProcessState() *os.ProcessState
+}
+
+// attemptStream is the host's end of one attempt stream.
+type attemptStream interface {
+	Send(ipc.HostMsg) error
+	Recv() (ipc.WorkerMsg, error)
+	CloseSend() error
+}
+
+// execClient adapts *ipc.RemoteClient to remoteClient.
+type execClient struct{ *ipc.RemoteClient }
+
+func (c execClient) Attempt(ctx context.Context) (attemptStream, error) {
+	return c.RemoteClient.Attempt(ctx)
+}
+
+// startExec runs the launch command and reaches its worker.
+func startExec(ctx context.Context, cfg ipc.ExecConfig) (remoteClient, error) {
+	c, err := ipc.StartExec(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return execClient{c}, nil
+}
 
 // Launch takes the transcript's lease, opens (or repairs) the transcript
 // and writes the attempt's start entry and prompt, starts the command,
@@ -205,7 +243,11 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 	if err != nil {
 		return fail(err)
 	}
-	rw.c, err = ipc.StartExec(ctx, ipc.ExecConfig{Command: l.command, Env: workerEnv(l.environ), Stderr: rw.log})
+	startCmd := l.start
+	if startCmd == nil {
+		startCmd = startExec
+	}
+	rw.c, err = startCmd(ctx, ipc.ExecConfig{Command: l.command, Env: workerEnv(l.environ), Stderr: rw.log})
 	if err != nil {
 		return fail(err)
 	}
@@ -232,7 +274,7 @@ func (l *execLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker
 
 // ship streams the worktree's baseline to the worker in pieces of
 // ipc.MaxChunk, as Pack writes it: memory holds one piece, not the whole.
-func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree.Record, label string) error {
+func (l *execLauncher) ship(ctx context.Context, s attemptStream, rec worktree.Record, label string) error {
 	pr, pw := io.Pipe()
 	go func() {
 		leftOut, err := l.workspace.Pack(ctx, rec, pw, l.includes)
@@ -265,8 +307,8 @@ func (l *execLauncher) ship(ctx context.Context, s *ipc.HostStream, rec worktree
 // the outcome.
 type remoteWorker struct {
 	spec     ipc.AttemptSpec
-	c        *ipc.RemoteClient
-	s        *ipc.HostStream
+	c        remoteClient
+	s        attemptStream
 	stop     context.CancelFunc
 	lease    *lease.Lease
 	w        *session.Writer
@@ -286,7 +328,9 @@ type remoteWorker struct {
 	beats    <-chan ipc.Heartbeat
 	// lostWhy, once set by KillLost, is the reason the end is recorded
 	// with.
-	lostWhy    atomic.Pointer[string]
+	lostWhy atomic.Pointer[string]
+	// fenceWhy is why the host closed the fence itself, if it did.
+	fenceWhy   atomic.Pointer[string]
 	finishOnce sync.Once
 	closeOnce  sync.Once
 	eofOnce    sync.Once
@@ -334,7 +378,7 @@ func (r *remoteWorker) Recv() (ipc.WorkerMsg, error) {
 			}
 		case ipc.WorkspaceDelta:
 			if err := r.receiveDelta(m); err != nil {
-				r.fence.Close(err.Error())
+				r.refuse(err.Error())
 			}
 		default:
 			return m, nil
@@ -345,7 +389,7 @@ func (r *remoteWorker) Recv() (ipc.WorkerMsg, error) {
 // append passes one batch through the fence and answers it.
 func (r *remoteWorker) append(m ipc.Append) ipc.Appended {
 	if m.Snapshot != 0 && m.Snapshot != r.applied {
-		r.fence.Close(fmt.Sprintf("batch %d needs snapshot %d of the worktree, which was not applied", m.Seq, m.Snapshot))
+		r.refuse(fmt.Sprintf("batch %d needs snapshot %d of the worktree, which was not applied", m.Seq, m.Snapshot))
 	}
 	ack, err := r.fence.Append(session.Append{Seq: m.Seq, AttemptID: m.AttemptID, Epoch: m.Epoch, Lines: m.Lines, Durable: m.Durable})
 	if err != nil {
@@ -384,12 +428,22 @@ func (r *remoteWorker) receiveDelta(d ipc.WorkspaceDelta) error {
 	return nil
 }
 
+// refuse closes the fence for a reason of the host's own (a snapshot it
+// could not apply): that reason, not the stream's end that follows, is
+// how the attempt ended.
+func (r *remoteWorker) refuse(why string) {
+	r.fence.Close(why)
+	r.fenceWhy.CompareAndSwap(nil, &why)
+}
+
 // finish records the attempt's end when the worker did not (interrupted,
 // with reason), closes the fence and the transcript and releases the
 // lease. Once only.
 func (r *remoteWorker) finish(reason string) {
 	r.finishOnce.Do(func() {
 		if why := r.lostWhy.Load(); why != nil {
+			reason = *why
+		} else if why := r.fenceWhy.Load(); why != nil {
 			reason = *why
 		}
 		r.fence.Close(reason)
