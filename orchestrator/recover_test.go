@@ -30,16 +30,6 @@ func loses(calls ...model.ToolCall) play {
 	}
 }
 
-// losesItsHost is a child that, when its parent is gone, records its
-// attempt's end as a real worker does when it loses its host.
-func losesItsHost(w *fakeWorker) {
-	if w.Start() && w.Turn(1) {
-		if _, ok := w.AwaitCancel(); ok {
-			w.Finish(ipc.Outcome{Status: StatusInterrupted, Reason: ipc.HostLost, Turns: 1})
-		}
-	}
-}
-
 // TestContinueAnswersOpenTaskCalls: when `ink run --session` continues a
 // main session whose task calls were left without results, each call is
 // answered from its child's own transcript — the child's result when its
@@ -52,11 +42,25 @@ func TestContinueAnswersOpenTaskCalls(t *testing.T) {
 		t.Run(fmt.Sprintf("children first %v", childrenFirst), func(t *testing.T) {
 			t.Parallel()
 			calls := []model.ToolCall{taskCallOf("c1", `{"prompt":"alpha"}`), taskCallOf("c2", `{"prompt":"beta"}`)}
+			// alpha answers only once beta runs: the main worker dies on
+			// alpha's answer, and beta must be running then.
+			betaRuns := make(chan struct{})
 			h := newHarness(t, Config{MaxDepth: 1}, cast{
 				main: loses(calls...),
 				byPrompt: map[string]play{
-					"alpha": completes("alpha done", model.Usage{Input: 11, Output: 1}),
-					"beta":  losesItsHost,
+					"alpha": func(w *fakeWorker) {
+						if w.Start() && w.Turn(1) && w.Wait(betaRuns) {
+							w.Complete("alpha done", model.Usage{Input: 11, Output: 1})
+						}
+					},
+					"beta": func(w *fakeWorker) {
+						if w.Start() && w.Turn(1) {
+							close(betaRuns)
+							if _, ok := w.AwaitCancel(); ok {
+								w.Finish(ipc.Outcome{Status: StatusInterrupted, Reason: ipc.HostLost, Turns: 1})
+							}
+						}
+					},
 				},
 			}.play)
 			first := h.run(t, RunOptions{Prompt: "p"})
