@@ -69,8 +69,8 @@ func TestSmallWordings(t *testing.T) {
 	checks := []struct{ got, want string }{
 		{Turns(1), "1 turn"},
 		{Turns(0), "0 turns"},
-		{ExitState{Signal: "SIGKILL"}.describe(42), "the worker process (pid 42) was killed by signal SIGKILL"},
-		{ExitState{Code: 1}.describe(42), "the worker process (pid 42) exited with status 1 before reporting an outcome"},
+		{ExitState{Signal: "SIGKILL"}.Describe(42), "the worker process (pid 42) was killed by signal SIGKILL"},
+		{ExitState{Code: 1}.Describe(42), "the worker process (pid 42) exited with status 1 before reporting an outcome"},
 		{atURL(model.Binding{Provider: "ollama", Model: "qwen3", BaseURL: "http://gpu:11434"}), " at http://gpu:11434"},
 		{atURL(testBinding), ""},
 		{resumeRefusal("c1", []Problem{{"model-drift", "launched on a"}, {"cwd-missing", "gone"}}),

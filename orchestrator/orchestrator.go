@@ -23,10 +23,13 @@
 // Beside the Launcher, what the supervisor reads of worker-owned state
 // (transcripts, attempt records, leases) goes through a [Store] and the
 // worktree children's workspaces through [Workspaces] (store.go,
-// workspace.go); both default to this machine's files and git.
+// workspace.go); both default to this machine's files and git. The
+// launchers themselves live outside: launcher/local (the default) and
+// launcher/command (--launcher exec:COMMAND, chosen per child in
+// remote.go).
 //
-// The package is split by job: supervision (launcher.go, plugin.go,
-// supervise.go, liveness.go, window.go, publish.go), task and resume (task.go,
+// The package is split by job: supervision (launcher.go, pool.go,
+// supervise.go, liveness.go, window.go, publish.go, remote.go), task and resume (task.go,
 // resume.go, finish.go, result.go, recover.go), children and front-end
 // parents (children.go, background.go, parent.go, shell.go, run.go) and the
 // prompts children are given (system.go, context.go).
@@ -45,6 +48,8 @@ import (
 	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/launcher/command"
+	"github.com/inkdev/ink/launcher/local"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/sandbox"
@@ -131,11 +136,9 @@ type Config struct {
 	// whose profile does not say `launcher: local` on a worker that shares
 	// no disk with this supervisor, reached through COMMAND (which runs
 	// `ink worker --remote`); each such child works in a worktree.
-	// RemoteLauncher replaces the exec launcher (tests), and
-	// RemoteWorkspace the worktree package's shipping of worktrees.
-	RemoteCommand   string
-	RemoteLauncher  Launcher
-	RemoteWorkspace RemoteWorkspace
+	// RemoteLauncher replaces the exec launcher (tests).
+	RemoteCommand  string
+	RemoteLauncher Launcher
 	// RemoteIncludes ships a remote child's .worktreeinclude files too
 	// (--ship-includes); they often hold secrets, so by default they stay.
 	RemoteIncludes bool
@@ -235,7 +238,7 @@ func New(cfg Config) (*Orchestrator, error) {
 				return nil, fmt.Errorf("orchestrator: find the ink binary: %w", err)
 			}
 		}
-		launcher = &pluginLauncher{exe: exe, environ: cfg.Environ, logger: cfg.Logger}
+		launcher = local.New(exe, cfg.Environ, cfg.Logger)
 	}
 	env := make(map[string]string, len(cfg.Environ))
 	for _, kv := range cfg.Environ {
@@ -257,11 +260,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	o.remote = cfg.RemoteLauncher
 	if o.remote == nil && cfg.RemoteCommand != "" {
-		ws := cfg.RemoteWorkspace
-		if ws == nil {
-			ws = worktreeShipping{}
-		}
-		o.remote = &execLauncher{command: cfg.RemoteCommand, environ: cfg.Environ, logger: cfg.Logger, workspace: ws, includes: cfg.RemoteIncludes, warn: o.Warn}
+		o.remote = command.New(command.Config{Command: cfg.RemoteCommand, Environ: cfg.Environ, Logger: cfg.Logger, Includes: cfg.RemoteIncludes, Warn: o.Warn})
 	}
 	o.namespaces = sync.OnceValues(func() (sandbox.Namespaces, error) {
 		exe := cfg.Exe
@@ -273,13 +272,13 @@ func New(cfg Config) (*Orchestrator, error) {
 		}
 		return sandbox.ProbeNamespaces(exe)
 	})
-	if starter, ok := launcher.(idleStarter); ok && cfg.WarmWorkers > 0 {
+	if starter, ok := launcher.(ipc.IdleStarter); ok && cfg.WarmWorkers > 0 {
 		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, cfg.Logger)
 		o.launcher = o.pool
 		o.window.onFree = o.pool.nudge
 	}
-	if pl, ok := launcher.(*pluginLauncher); ok {
-		pl.warn = func(text string) { o.Warn("", text) }
+	if pl, ok := launcher.(*local.Launcher); ok {
+		pl.Warn = func(text string) { o.Warn("", text) }
 	}
 	o.pub.sink = cfg.Sink
 	o.budget.limit = cfg.Budget

@@ -15,23 +15,6 @@ import (
 // idle processes cost little memory.
 const DefaultWarmWorkers = 4
 
-// idleWorker is a started, handshaken worker process that has no attempt,
-// no lease and no session yet.
-type idleWorker interface {
-	// run opens its attempt stream and sends spec; on error the worker is
-	// gone.
-	run(spec ipc.AttemptSpec) (Worker, error)
-	// alive reports whether the process still runs.
-	alive() bool
-	// discard ends it at once.
-	discard()
-}
-
-// idleStarter starts idle workers in dir, sockets under inkHome.
-type idleStarter interface {
-	startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error)
-}
-
 // warmPool is a Launcher that keeps started, handshaken, idle workers, so
 // that a child skips the process start, the Go runtime's and ink's
 // initialisation and the go-plugin handshake: its worker only has to be
@@ -43,7 +26,7 @@ type idleStarter interface {
 // idle ones. warmPool is safe for concurrent use.
 type warmPool struct {
 	fresh   Launcher
-	starter idleStarter
+	starter ipc.IdleStarter
 	inkHome string
 	dir     string
 	cap     int
@@ -59,7 +42,7 @@ type warmPool struct {
 	done   chan struct{} // closed when the refiller has stopped
 
 	mu     sync.Mutex
-	idle   []idleWorker
+	idle   []ipc.IdleWorker
 	closed bool
 }
 
@@ -69,7 +52,7 @@ var _ Launcher = (*warmPool)(nil)
 // starter (in dir, sockets under inkHome), launching fresh ones with fresh
 // when it has none. It starts no worker until its first launch, so that
 // the pool never delays the first agent of a run.
-func newWarmPool(fresh Launcher, starter idleStarter, inkHome, dir string, cap int, want func() int, logger *slog.Logger) *warmPool {
+func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, cap int, want func() int, logger *slog.Logger) *warmPool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &warmPool{
 		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, logger: logger, delay: refillDelay,
@@ -108,7 +91,7 @@ func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, er
 		if idle == nil {
 			break
 		}
-		w, err := idle.run(spec)
+		w, err := idle.Run(spec)
 		if err == nil {
 			return w, nil
 		}
@@ -121,7 +104,7 @@ func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, er
 
 // take removes and returns a live idle worker, discarding dead ones; nil
 // when there is none.
-func (p *warmPool) take() idleWorker {
+func (p *warmPool) take() ipc.IdleWorker {
 	for {
 		p.mu.Lock()
 		if len(p.idle) == 0 {
@@ -131,10 +114,10 @@ func (p *warmPool) take() idleWorker {
 		w := p.idle[0]
 		p.idle = p.idle[1:]
 		p.mu.Unlock()
-		if w.alive() {
+		if w.Alive() {
 			return w
 		}
-		w.discard()
+		w.Discard()
 	}
 }
 
@@ -183,7 +166,7 @@ func (p *warmPool) refill() {
 			if !short {
 				break
 			}
-			w, err := p.starter.startIdle(p.ctx, p.inkHome, p.dir)
+			w, err := p.starter.StartIdle(p.ctx, p.inkHome, p.dir)
 			if err != nil {
 				if p.ctx.Err() == nil {
 					p.logger.Debug("Warm worker did not start", "err", err)
@@ -193,7 +176,7 @@ func (p *warmPool) refill() {
 			p.mu.Lock()
 			if p.closed {
 				p.mu.Unlock()
-				w.discard()
+				w.Discard()
 				return
 			}
 			p.idle = append(p.idle, w)
@@ -218,7 +201,7 @@ func (p *warmPool) close() {
 	p.cancel()
 	var wg sync.WaitGroup
 	for _, w := range idle {
-		wg.Go(w.discard)
+		wg.Go(w.Discard)
 	}
 	wg.Wait()
 	<-p.done

@@ -25,7 +25,7 @@ type fakeIdle struct {
 	launch func(ipc.AttemptSpec) (Worker, error)
 }
 
-func (f *fakeIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+func (f *fakeIdle) Run(spec ipc.AttemptSpec) (Worker, error) {
 	if f.runErr != nil {
 		f.discarded.Store(true)
 		return nil, f.runErr
@@ -36,8 +36,8 @@ func (f *fakeIdle) run(spec ipc.AttemptSpec) (Worker, error) {
 	}
 	return nil, nil
 }
-func (f *fakeIdle) alive() bool { return !f.dead.Load() }
-func (f *fakeIdle) discard()    { f.discarded.Store(true) }
+func (f *fakeIdle) Alive() bool { return !f.dead.Load() }
+func (f *fakeIdle) Discard()    { f.discarded.Store(true) }
 
 // fakeStarter starts fakeIdle workers; fail makes starts fail.
 type fakeStarter struct {
@@ -50,7 +50,7 @@ type fakeStarter struct {
 	prepare func(*fakeIdle)
 }
 
-func (s *fakeStarter) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+func (s *fakeStarter) StartIdle(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -189,9 +189,9 @@ func TestPoolStartFailureIsNotRetriedInALoop(t *testing.T) {
 	want.Store(4)
 	s, fresh := &fakeStarter{fail: errors.New("no such binary")}, &countingLauncher{}
 	var tries atomic.Int32
-	counting := startFunc(func(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+	counting := startFunc(func(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
 		tries.Add(1)
-		return s.startIdle(ctx, inkHome, dir)
+		return s.StartIdle(ctx, inkHome, dir)
 	})
 	p := newWarmPool(fresh, counting, "/home/ink", "/work", 4, func() int { return int(want.Load()) }, slog.New(slog.DiscardHandler))
 	t.Cleanup(p.close)
@@ -203,10 +203,10 @@ func TestPoolStartFailureIsNotRetriedInALoop(t *testing.T) {
 	}
 }
 
-// startFunc adapts a function to idleStarter.
-type startFunc func(ctx context.Context, inkHome, dir string) (idleWorker, error)
+// startFunc adapts a function to ipc.IdleStarter.
+type startFunc func(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error)
 
-func (f startFunc) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+func (f startFunc) StartIdle(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
 	return f(ctx, inkHome, dir)
 }
 
@@ -313,6 +313,6 @@ type poolLauncher struct {
 	starter *fakeStarter
 }
 
-func (p *poolLauncher) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
-	return p.starter.startIdle(ctx, inkHome, dir)
+func (p *poolLauncher) StartIdle(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
+	return p.starter.StartIdle(ctx, inkHome, dir)
 }

@@ -76,3 +76,21 @@ func TestRemoteProfileWithoutLauncher(t *testing.T) {
 		t.Errorf("the refusal does not say what to pass:\n%s", got)
 	}
 }
+
+// TestParseLauncher: local and exec:COMMAND are launchers; anything else
+// is refused saying what is.
+func TestParseLauncher(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, cmd, err string }{
+		{"", "", ""},
+		{"local", "", ""},
+		{"exec:ssh box ink worker --remote", "ssh box ink worker --remote", ""},
+		{"exec:  ", "", "names no command"},
+		{"kube", "", "a launcher is local or exec:COMMAND"},
+	} {
+		cmd, err := ParseLauncher(tc.in)
+		if cmd != tc.cmd || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseLauncher(%q) = %q, %v", tc.in, cmd, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/launcher/local"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
@@ -520,7 +521,7 @@ func TestNewChecksItsConfig(t *testing.T) {
 	if o.cfg.MaxParallel != 8 || o.cfg.Grace != DefaultGrace || o.cfg.HeartbeatInterval != time.Second || o.cfg.Logger == nil {
 		t.Errorf("defaults = %+v", o.cfg)
 	}
-	if pl, ok := o.launcher.(*pluginLauncher); !ok || pl.exe != "/usr/local/bin/ink" {
+	if pl, ok := o.launcher.(*local.Launcher); !ok || pl.Exe() != "/usr/local/bin/ink" {
 		t.Errorf("default launcher = %#v", o.launcher)
 	}
 	if got := (&Orchestrator{cfg: Config{MaxDepth: 0}}).mainTools(); contains(got, "task") {

@@ -419,7 +419,7 @@ func cancelledWhy(ctx context.Context, child bool) string {
 // naming the signal that killed it when there was one.
 func (o *Orchestrator) deathReason(w Worker, streamErr error) string {
 	if st, ok := w.Exit(3 * time.Second); ok {
-		return st.describe(w.Pid())
+		return st.Describe(w.Pid())
 	}
 	return fmt.Sprintf("lost the worker's stream: %v", streamErr)
 }

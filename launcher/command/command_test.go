@@ -1,4 +1,4 @@
-package orchestrator
+package command
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,8 +142,8 @@ func (p *remotePlay) append(a ipc.Append, entries ...session.Entry) ipc.Appended
 	return m
 }
 
-// execRig starts a remote child through an exec launcher whose worker
-// plays play; it returns the result and what the worker saw.
+// execRig launches remote children in a real repository and INK_HOME,
+// their workers played in memory; it is also their Workspace.
 type execRig struct {
 	t       *testing.T
 	repo    string
@@ -172,65 +174,107 @@ func newExecRig(t *testing.T) *execRig {
 	return &execRig{t: t, repo: gitRepo(t), home: t.TempDir()}
 }
 
-// task runs `ink task` whose child runs on a worker playing play.
-func (r *execRig) task(play func(p *remotePlay)) (TaskResult, *harness) {
+// gitRepo makes a repository with one commit in a temporary directory and
+// returns its path (symlinks resolved, as git reports it).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "README"}, {"-c", "user.name=t", "-c", "user.email=t@ink.invalid", "commit", "-q", "-m", "first"}} {
+		if args[0] == "add" {
+			if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// childSpec makes the worktree of a new child in the rig's repository and
+// returns the spec of its first attempt, remote, and its transcript path.
+func (r *execRig) childSpec() ipc.AttemptSpec {
 	r.t.Helper()
-	warned := make(chan string, 8)
-	l := &execLauncher{command: "worker", workspace: r, warn: func(_, text string) { warned <- text }}
+	ctx := context.Background()
+	repo, err := worktree.Detect(ctx, r.repo)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	child := session.NewID()
+	rec, err := worktree.CreateFor(ctx, repo, r.home, child, os.Getpid(), worktree.Origin{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	path := session.ChildPath(session.MainPath(r.home, r.repo, session.NewID()), child)
+	return ipc.AttemptSpec{
+		InkHome: r.home, Transcript: path, AttemptID: session.NewID(), SessionID: child, Label: "main/1",
+		Binding: model.Binding{Provider: "script", Model: "/s.yaml"}, Cwd: rec.Path, Root: rec.Path, Prompt: "work remotely", Depth: 1,
+		HeartbeatInterval: 25 * time.Millisecond,
+		Create:            &session.Header{Type: "session", Version: session.Version, ID: child, CreatedAt: time.Now().UTC(), Cwd: rec.Path},
+		Remote:            &ipc.RemoteSpec{Workspace: &ipc.RemoteWorkspace{Path: rec.Path, Baseline: rec.Baseline, Branch: rec.Branch}},
+	}
+}
+
+// launcher is the rig's Launcher, its workers playing play in memory.
+func (r *execRig) launcher(play func(p *remotePlay)) *Launcher {
+	l := New(Config{Command: "worker", Workspace: r})
 	l.start = func(ctx context.Context, cfg ipc.ExecConfig) (remoteClient, error) {
 		c := &memRemote{s: newMemStream(), done: make(chan struct{}), beats: make(chan ipc.Heartbeat, 1)}
-		go func() {
-			t := time.NewTicker(5 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-c.done:
-					return
-				case <-t.C:
-					select {
-					case c.beats <- ipc.Heartbeat{}:
-					default:
-					}
-				}
-			}
-		}()
 		go func() {
 			p := &remotePlay{t: r.t, s: c.s}
 			run, _ := p.next().(ipc.Run)
 			p.run = run.Spec
-			var base []byte
 			for {
 				chunk, ok := p.next().(ipc.WorkspaceChunk)
 				if !ok {
 					break
 				}
-				base = append(base, chunk.Data...)
+				p.base = append(p.base, chunk.Data...)
 				if chunk.Last {
 					break
 				}
 			}
-			p.base = base
 			play(p)
 		}()
 		return c, nil
 	}
-	h := newHarness(r.t, Config{InkHome: r.home, Cwd: r.repo, MaxDepth: 1, Store: fileStore{interval: 25 * time.Millisecond}, Workspaces: gitWorkspaces{}, RemoteLauncher: l}, nil)
-	res := h.task(r.t, TaskOptions{Args: TaskArgs{Prompt: "work remotely"}})
-	return res, h
+	return l
 }
 
-// childTranscript is the one child transcript under the rig's INK_HOME.
-func (r *execRig) childTranscript() *session.Transcript {
+// run launches a new child on a worker playing play, as the supervisor
+// would: it receives until the outcome, acknowledges it and closes the
+// worker. It returns the outcome (or the stream's error) and the spec.
+func (r *execRig) run(play func(p *remotePlay)) (ipc.Outcome, error, ipc.AttemptSpec) {
 	r.t.Helper()
-	list, err := session.ListSessions(r.home, r.repo)
-	if err != nil || len(list) == 0 {
-		r.t.Fatalf("no session: %v", err)
+	spec := r.childSpec()
+	w, err := r.launcher(play).Launch(context.Background(), spec)
+	if err != nil {
+		r.t.Fatalf("Launch: %v", err)
 	}
-	kids, err := session.ListChildren(list[0].Path)
-	if err != nil || len(kids) != 1 {
-		r.t.Fatalf("children %v, %v", kids, err)
+	defer w.Close()
+	for {
+		m, err := w.Recv()
+		if err != nil {
+			return ipc.Outcome{}, err, spec
+		}
+		if out, ok := m.(ipc.Outcome); ok {
+			if err := w.Send(ipc.Ack{}); err != nil {
+				r.t.Errorf("Ack: %v", err)
+			}
+			return out, nil, spec
+		}
 	}
-	tr, err := session.Open(kids[0].Path)
+}
+
+// transcript reads the child's transcript.
+func (r *execRig) transcript(spec ipc.AttemptSpec) *session.Transcript {
+	r.t.Helper()
+	tr, err := session.Open(spec.Transcript)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -252,7 +296,7 @@ func TestExecLauncherCompletes(t *testing.T) {
 	r := newExecRig(t)
 	var sawSpec ipc.AttemptSpec
 	var resent, second ipc.Appended
-	res, _ := r.task(func(p *remotePlay) {
+	out, err, spec := r.run(func(p *remotePlay) {
 		sawSpec = p.run
 		call := model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "ls", Args: []byte(`{}`)}}}
 		p.append(ipc.Append{}, session.Entry{Message: &call})
@@ -271,8 +315,8 @@ func TestExecLauncherCompletes(t *testing.T) {
 			t.Error("no Ack after the outcome")
 		}
 	})
-	if res.Status != StatusCompleted || !strings.Contains(res.Content, "all seen") {
-		t.Fatalf("result %s: %s", res.Status, res.Content)
+	if err != nil || out.Status != session.StatusCompleted || out.Text != "all seen" {
+		t.Fatalf("outcome %+v, %v", out, err)
 	}
 	if sawSpec.InkHome != "" || sawSpec.Transcript != "" || sawSpec.Create != nil || sawSpec.Remote == nil || sawSpec.Remote.Epoch == 0 ||
 		len(sawSpec.Remote.History) != 1 || sawSpec.Remote.History[0].Message.Text() != "work remotely" {
@@ -287,7 +331,7 @@ func TestExecLauncherCompletes(t *testing.T) {
 	if resent.Seq != second.Seq || resent.Fenced || len(resent.Offsets) != 1 || resent.Offsets[0] != second.Offsets[0] {
 		t.Errorf("a re-sent batch was answered %+v, first %+v", resent, second)
 	}
-	tr := r.childTranscript()
+	tr := r.transcript(spec)
 	end, ok := tr.LastAttemptEnd()
 	if !ok || end.Status != session.StatusCompleted || len(tr.Messages) != 4 || tr.Torn != nil {
 		t.Fatalf("transcript: %d messages, end %+v (%v)", len(tr.Messages), end, ok)
@@ -304,7 +348,7 @@ func TestExecLauncherFencesABadBatch(t *testing.T) {
 	t.Parallel()
 	r := newExecRig(t)
 	var refused ipc.Appended
-	res, _ := r.task(func(p *remotePlay) {
+	out, err, spec := r.run(func(p *remotePlay) {
 		refused = p.append(ipc.Append{Epoch: p.run.Remote.Epoch + 7}, assistantSays("stale"))
 		p.s.toHost <- ipc.Outcome{Status: session.StatusCrash, Reason: refused.Error, AttemptID: p.run.AttemptID, Epoch: p.run.Remote.Epoch}
 		p.next()
@@ -312,10 +356,10 @@ func TestExecLauncherFencesABadBatch(t *testing.T) {
 	if !refused.Fenced || !strings.Contains(refused.Error, "epoch") {
 		t.Errorf("the stale batch was answered %+v", refused)
 	}
-	if res.Status != StatusCrash || !strings.Contains(res.Content, "fenced") {
-		t.Errorf("result %s: %s", res.Status, res.Content)
+	if err != nil || out.Status != session.StatusCrash || !strings.Contains(out.Reason, "fenced") {
+		t.Errorf("outcome %+v, %v", out, err)
 	}
-	tr := r.childTranscript()
+	tr := r.transcript(spec)
 	for _, m := range tr.Messages {
 		if strings.Contains(m.Text(), "stale") {
 			t.Errorf("the fenced batch was written: %q", m.Text())
@@ -333,7 +377,7 @@ func TestExecLauncherLosesItsStream(t *testing.T) {
 	t.Parallel()
 	r := newExecRig(t)
 	var afterBad ipc.Appended
-	res, _ := r.task(func(p *remotePlay) {
+	_, err, spec := r.run(func(p *remotePlay) {
 		p.append(ipc.Append{}, assistantSays("working"))
 		p.s.toHost <- ipc.WorkspaceDelta{Seq: 1, Data: []byte("bad bundle"), Last: true}
 		afterBad = p.append(ipc.Append{Durable: true, Snapshot: 1}, assistantSays("after the snapshot"))
@@ -342,10 +386,10 @@ func TestExecLauncherLosesItsStream(t *testing.T) {
 	if !afterBad.Fenced || !strings.Contains(afterBad.Error, "could not be applied") {
 		t.Errorf("a batch after an unapplied snapshot was answered %+v", afterBad)
 	}
-	if res.Status != StatusInterrupted {
-		t.Fatalf("result %s: %s", res.Status, res.Content)
+	if err == nil {
+		t.Fatal("the broken stream went unnoticed")
 	}
-	end, ok := r.childTranscript().LastAttemptEnd()
+	end, ok := r.transcript(spec).LastAttemptEnd()
 	if !ok || end.Status != session.StatusInterrupted || !strings.Contains(end.Reason, "snapshot 1") {
 		t.Errorf("end %+v (%v), want interrupted naming the snapshot", end, ok)
 	}
@@ -356,24 +400,10 @@ func TestExecLauncherLosesItsStream(t *testing.T) {
 // records the attempt's end and says why.
 func TestExecLauncherRefusesAndFails(t *testing.T) {
 	t.Parallel()
-	repo, home := gitRepo(t), t.TempDir()
+	r := newExecRig(t)
 	ctx := context.Background()
-	wrepo, err := worktree.Detect(ctx, repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := session.NewID()
-	rec, err := worktree.CreateFor(ctx, wrepo, home, child, os.Getpid(), worktree.Origin{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := session.ChildPath(session.MainPath(home, repo, session.NewID()), child)
-	spec := ipc.AttemptSpec{
-		InkHome: home, Transcript: path, AttemptID: session.NewID(), SessionID: child, Label: "main/1",
-		Binding: testBinding, Cwd: rec.Path, Root: rec.Path, Prompt: "p", Depth: 1,
-		Create: &session.Header{Type: "session", Version: session.Version, ID: child, CreatedAt: time.Now().UTC(), Cwd: rec.Path},
-		Remote: remoteSpecOf(rec),
-	}
+	spec := r.childSpec()
+	path, child := spec.Transcript, spec.SessionID
 	if err := os.MkdirAll(strings.TrimSuffix(path, "/"+child+".jsonl"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +411,7 @@ func TestExecLauncherRefusesAndFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &execLauncher{command: "worker", workspace: &execRig{}}
+	l := New(Config{Command: "worker", Workspace: r})
 	w, err := l.Launch(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -418,23 +448,5 @@ func TestExecLauncherRefusesAndFails(t *testing.T) {
 	bad.Remote = nil
 	if _, err := l.Launch(ctx, bad); err == nil || !strings.Contains(err.Error(), "needs its worktree") {
 		t.Errorf("a remote attempt without a workspace: %v", err)
-	}
-}
-
-// TestParseLauncher: local and exec:COMMAND are launchers; anything else
-// is refused saying what is.
-func TestParseLauncher(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, cmd, err string }{
-		{"", "", ""},
-		{"local", "", ""},
-		{"exec:ssh box ink worker --remote", "ssh box ink worker --remote", ""},
-		{"exec:  ", "", "names no command"},
-		{"kube", "", "a launcher is local or exec:COMMAND"},
-	} {
-		cmd, err := ParseLauncher(tc.in)
-		if cmd != tc.cmd || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("ParseLauncher(%q) = %q, %v", tc.in, cmd, err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package ipc
 
 import (
 	"slices"
@@ -24,7 +24,7 @@ func TestWorkerEnvHoldsNoSecret(t *testing.T) {
 	host = append(host, "HOST_SECRET=s", "MY_API_KEY=k", "GITHUB_TOKEN=t", "INK_SERVICE_TOKEN=x",
 		"SSH_AUTH_SOCK=/tmp/agent", "GIT_CONFIG_GLOBAL=/tmp/evil", "GIT_CONFIG_COUNT=1",
 		"INK_WORKER=cookie", "INK_WORKER_LOG=/tmp/log")
-	got := workerEnv(host)
+	got := WorkerEnv(host)
 	if !slices.Equal(got, want) {
 		t.Errorf("worker env:\n got %v\nwant %v", got, want)
 	}

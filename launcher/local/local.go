@@ -1,4 +1,10 @@
-package orchestrator
+// Package local is ink's default launcher: each worker a fresh local
+// `ink worker` process over go-plugin (package ipc), in the attempt's
+// working directory, with the allowlisted environment (ipc.WorkerEnv) and
+// its log file under $INK_HOME/logs; it also starts the idle workers of
+// the supervisor's warm pool. It owns nothing else: the supervisor
+// (package orchestrator) decides what runs.
+package local
 
 import (
 	"context"
@@ -17,32 +23,45 @@ import (
 	"github.com/inkdev/ink/ipc"
 )
 
-// pluginLauncher starts each worker as a fresh `ink worker` process over
-// go-plugin (package ipc), in the attempt's working directory, with the
-// allowlisted environment and its log file under $INK_HOME/logs.
-type pluginLauncher struct {
+// Launcher starts each worker as a fresh `ink worker` process. It is safe
+// for concurrent use; set Warn before the first launch.
+type Launcher struct {
 	exe     string
 	environ []string
 	logger  *slog.Logger
-	// warn tells the user, once, that worker sockets had to move out of
-	// INK_HOME (its filesystem cannot hold them).
-	warn func(string)
+	// Warn tells the user, once, that worker sockets had to move out of
+	// INK_HOME (its filesystem cannot hold them); nil says nothing.
+	Warn func(string)
 }
 
-var _ Launcher = (*pluginLauncher)(nil)
+// New returns the Launcher that runs exe (the ink binary) as `exe worker`
+// with the allowlisted part of environ; logger receives go-plugin's logs
+// and a worker's stray output (nil discards them).
+func New(exe string, environ []string, logger *slog.Logger) *Launcher {
+	return &Launcher{exe: exe, environ: environ, logger: logger}
+}
+
+// Exe is the ink binary the Launcher runs.
+func (l *Launcher) Exe() string { return l.exe }
+
+var (
+	_ ipc.Launcher      = (*Launcher)(nil)
+	_ ipc.ReadyLauncher = (*Launcher)(nil)
+	_ ipc.IdleStarter   = (*Launcher)(nil)
+)
 
 // Launch starts the worker process, opens its attempt stream and sends Run.
-func (l *pluginLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+func (l *Launcher) Launch(ctx context.Context, spec ipc.AttemptSpec) (ipc.Worker, error) {
 	return l.LaunchReady(ctx, spec, nil)
 }
 
 // LaunchReady is Launch that runs ready (unless nil) once the worker
 // process is started and before it is sent the attempt.
-func (l *pluginLauncher) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
+func (l *Launcher) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (ipc.Worker, error) {
 	cmd := exec.Command(l.exe, "worker")
-	cmd.Env = append(workerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
+	cmd.Env = append(ipc.WorkerEnv(l.environ), "INK_WORKER_LOG="+filepath.Join(spec.InkHome, "logs", spec.SessionID+".log"))
 	cmd.Dir = spec.Cwd
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger, Warn: l.warn})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(spec.InkHome, "run"), Logger: l.logger, Warn: l.Warn})
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +71,11 @@ func (l *pluginLauncher) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, 
 	}
 	if ready != nil {
 		if err := ready(); err != nil {
-			idle.discard()
+			idle.Discard()
 			return nil, err
 		}
 	}
-	return idle.run(spec)
+	return idle.Run(spec)
 }
 
 // pluginIdle is a started, handshaken worker process with its attempt
@@ -69,7 +88,7 @@ type pluginIdle struct {
 	stop context.CancelFunc
 }
 
-var _ idleWorker = (*pluginIdle)(nil)
+var _ ipc.IdleWorker = (*pluginIdle)(nil)
 
 // openAttempt opens the attempt stream of a started worker; on error the
 // worker is killed.
@@ -88,7 +107,7 @@ func openAttempt(c *ipc.Client, cmd *exec.Cmd) (*pluginIdle, error) {
 // run opens the worker's heartbeat stream at the attempt's heartbeat
 // interval and sends the worker its attempt; on error the worker is
 // killed.
-func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
+func (p *pluginIdle) Run(spec ipc.AttemptSpec) (ipc.Worker, error) {
 	w := &pluginWorker{c: p.c, cmd: p.cmd, s: p.s, stop: p.stop, eof: make(chan struct{})}
 	beats, err := p.c.Beats(p.ctx, spec.HeartbeatInterval)
 	if err != nil {
@@ -104,11 +123,11 @@ func (p *pluginIdle) run(spec ipc.AttemptSpec) (Worker, error) {
 }
 
 // alive reports whether the worker process still runs.
-func (p *pluginIdle) alive() bool { return !p.c.Exited() }
+func (p *pluginIdle) Alive() bool { return !p.c.Exited() }
 
 // discard ends the idle worker at once: it holds no lease and no session,
 // and started nothing, so there is nothing to shut down politely.
-func (p *pluginIdle) discard() {
+func (p *pluginIdle) Discard() {
 	p.c.KillNow()
 	p.stop()
 }
@@ -117,18 +136,18 @@ func (p *pluginIdle) discard() {
 // environment, told that it waits for its attempt (ipc.PooledEnv) and so
 // learns its session, and its log file, from the Run message. Its attempt
 // stream is opened at once, so that a launch only has to send the Run.
-func (l *pluginLauncher) startIdle(ctx context.Context, inkHome, dir string) (idleWorker, error) {
+func (l *Launcher) StartIdle(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
 	cmd := exec.Command(l.exe, "worker")
-	cmd.Env = append(workerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(ipc.WorkerEnv(l.environ), ipc.PooledEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Dir = dir
-	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger, Warn: l.warn})
+	c, err := ipc.Start(ctx, ipc.ClientConfig{Cmd: cmd, SocketDir: filepath.Join(inkHome, "run"), Logger: l.logger, Warn: l.Warn})
 	if err != nil {
 		return nil, err
 	}
 	return openAttempt(c, cmd)
 }
 
-// pluginWorker is a worker process started by pluginLauncher.
+// pluginWorker is a worker process started by Launcher.
 type pluginWorker struct {
 	c     *ipc.Client
 	cmd   *exec.Cmd
@@ -142,7 +161,7 @@ type pluginWorker struct {
 	eof     chan struct{}
 }
 
-var _ Worker = (*pluginWorker)(nil)
+var _ ipc.Worker = (*pluginWorker)(nil)
 
 func (w *pluginWorker) Pid() int                    { return w.c.Pid() }
 func (w *pluginWorker) Send(m ipc.HostMsg) error    { return w.s.Send(m) }
@@ -186,7 +205,7 @@ func (w *pluginWorker) Kill() {
 }
 
 // Exit waits up to d for the process to end and reads its wait status.
-func (w *pluginWorker) Exit(d time.Duration) (ExitState, bool) {
+func (w *pluginWorker) Exit(d time.Duration) (ipc.ExitState, bool) {
 	select {
 	case <-w.c.Done():
 	default:
@@ -195,19 +214,19 @@ func (w *pluginWorker) Exit(d time.Duration) (ExitState, bool) {
 		select {
 		case <-w.c.Done():
 		case <-t.C:
-			return ExitState{}, false
+			return ipc.ExitState{}, false
 		}
 	}
 	if w.cmd.ProcessState == nil {
-		return ExitState{}, false
+		return ipc.ExitState{}, false
 	}
 	ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case !ok:
-		return ExitState{Code: w.cmd.ProcessState.ExitCode()}, true
+		return ipc.ExitState{Code: w.cmd.ProcessState.ExitCode()}, true
 	case ws.Signaled():
-		return ExitState{Signal: unix.SignalName(ws.Signal())}, true
+		return ipc.ExitState{Signal: unix.SignalName(ws.Signal())}, true
 	default:
-		return ExitState{Code: ws.ExitStatus()}, true
+		return ipc.ExitState{Code: ws.ExitStatus()}, true
 	}
 }
