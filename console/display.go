@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -172,6 +173,20 @@ func worktreeSummary(w *session.WorktreeOutcome, childID string) string {
 	}
 }
 
+// shownModel is a model as the progress lines show it: a script model
+// inside the run's directory by its path relative to it, as it was most
+// likely given.
+func shownModel(model, cwd string) string {
+	path, ok := strings.CutPrefix(model, "script:")
+	if !ok || cwd == "" || !filepath.IsAbs(path) {
+		return model
+	}
+	if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
+		return "script:" + rel
+	}
+	return model
+}
+
 // Handle consumes one event.
 func (d *Display) Handle(e event.Envelope) {
 	d.mu.Lock()
@@ -181,7 +196,7 @@ func (d *Display) Handle(e event.Envelope) {
 	case event.RunStart:
 		r := d.rowFor(e.Agent)
 		r.state = orchestrator.ChildRunning
-		line = fmt.Sprintf("%s started (session %s, model %s)", e.Agent, e.Session, b.Model)
+		line = fmt.Sprintf("%s started (session %s, model %s)", e.Agent, e.Session, shownModel(b.Model, b.Cwd))
 	case event.TaskQueued:
 		r := d.rowFor(b.Child)
 		r.queued, r.state = true, orchestrator.ChildQueued
