@@ -270,6 +270,24 @@ func (l *Lease) publish(opts Options) error {
 	return nil
 }
 
+// LostAttempt says, for attempt attemptID that the transcript started and
+// never ended, whether its end may be written now and with which reason.
+// The holder is provably gone unless the previous holder was that attempt
+// and still runs (its lock file was replaced under it: it will find itself
+// fenced). The reason is "machine restarted" when that holder ran in an
+// earlier boot, else "host lost".
+func (l *Lease) LostAttempt(attemptID string) (reason string, gone bool) {
+	if p := l.Previous(); p != nil && p.AttemptID == attemptID {
+		if p.Running() {
+			return "", false
+		}
+		if loss := (Status{State: Free, Meta: p}).Lost(); loss == MachineRestarted {
+			return loss.String(), true
+		}
+	}
+	return HostLost.String(), true
+}
+
 // Previous returns the record this acquisition replaced — the last
 // holder's, as it was when the lock was taken — or nil when there was
 // none. Since the lock was free, that holder is gone (see Status.Lost).

@@ -625,7 +625,7 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 			// every process killed at once, or the machine stopped — and
 			// the lease this worker holds proves it gone: write the end it
 			// missed.
-			return lostReason(l, lost), !lostHolderRuns(l, lost)
+			return l.LostAttempt(lost.AttemptID)
 		},
 	}
 	for _, ans := range sp.Answers {
@@ -660,32 +660,6 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 			c.Line, model.SizeString(c.Bytes), model.SizeString(session.MaxResumeLine))})
 	}
 	return opened.Writer, opened.View, nil
-}
-
-// lostHolderRuns reports whether the lease's previous holder, the lost
-// attempt's worker, still runs although this worker got the lock: its lock
-// file was replaced under it. It will find itself fenced; its attempt is
-// not lost, and no end is written for it.
-func lostHolderRuns(l *lease.Lease, lost session.AttemptEntry) bool {
-	if l == nil {
-		return false
-	}
-	p := l.Previous()
-	return p != nil && p.AttemptID == lost.AttemptID && p.Running()
-}
-
-// lostReason is the reason recorded for an attempt lost with its host:
-// "machine restarted" when the lease's previous holder was that attempt in
-// an earlier boot, else "host lost".
-func lostReason(l *lease.Lease, lost session.AttemptEntry) string {
-	if l != nil {
-		if p := l.Previous(); p != nil && p.AttemptID == lost.AttemptID {
-			if loss := (lease.Status{State: lease.Free, Meta: p}).Lost(); loss == lease.MachineRestarted {
-				return loss.String()
-			}
-		}
-	}
-	return ipc.HostLost
 }
 
 // prepared is what an attempt builds before its first turn that needs

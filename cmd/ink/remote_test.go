@@ -199,6 +199,18 @@ func normalise(s string, e *env) string {
 	return s
 }
 
+// pidDir is a directory beside the checkout that a remote child's bash
+// may write (--writable) and the test reads, and the file in it where the
+// bash writes its pid.
+func pidDir(t *testing.T, e *env) (dir, file string) {
+	t.Helper()
+	dir = filepath.Join(filepath.Dir(e.dir), "pids")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, filepath.Join(dir, "bash.pid")
+}
+
 // remoteWorkerPid finds the remote worker above the process whose pid is
 // in file: the first ancestor running `ink worker --remote`.
 func remoteWorkerPid(t *testing.T, file string) int {
@@ -237,11 +249,7 @@ func remoteWorkerPid(t *testing.T, file string) int {
 func TestRemoteWorkerLostResumes(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
-	pids := filepath.Join(filepath.Dir(e.dir), "pids")
-	if err := os.MkdirAll(pids, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pidFile := filepath.Join(pids, "bash.pid")
+	pids, pidFile := pidDir(t, e)
 	script := e.wtOutside("lost.yaml", fmt.Sprintf(`rules:
   - when: {result: "resumed"}
     reply: {text: "finished"}
@@ -302,11 +310,7 @@ func TestRemoteWorkerLostResumes(t *testing.T) {
 func TestRemoteWorkerStopped(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
-	pids := filepath.Join(filepath.Dir(e.dir), "pids")
-	if err := os.MkdirAll(pids, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pidFile := filepath.Join(pids, "bash.pid")
+	pids, pidFile := pidDir(t, e)
 	script := e.wtOutside("frozen.yaml", fmt.Sprintf(`rules:
   - when: {result: "resumed"}
     reply: {text: "finished"}

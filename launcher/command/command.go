@@ -176,16 +176,7 @@ func (l *Launcher) Launch(ctx context.Context, spec ipc.AttemptSpec) (ipc.Worker
 		Path: spec.Transcript, Create: spec.Create, ExpectHeader: spec.ExpectHeader, Repair: spec.Repair,
 		Start: start, Prompt: model.UserText(spec.Prompt),
 		Lost: func(lost session.AttemptEntry) (string, bool) {
-			p := ls.Previous()
-			if p != nil && p.AttemptID == lost.AttemptID && p.Running() {
-				return "", false
-			}
-			if p != nil && p.AttemptID == lost.AttemptID {
-				if loss := (lease.Status{State: lease.Free, Meta: p}).Lost(); loss == lease.MachineRestarted {
-					return loss.String(), true
-				}
-			}
-			return ipc.HostLost, true
+			return ls.LostAttempt(lost.AttemptID)
 		},
 	}
 	for _, ans := range spec.Answers {
