@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // MaxBatch bounds how many tasks one batch call may hold.
 const MaxBatch = 32
-
-// BatchNames are the arguments of a task call that may carry a batch: the
-// task arguments plus tasks.
-var BatchNames = append(append([]string(nil), Names...), "tasks")
 
 // Batch is a task call that starts one child or several at once. Tasks run
 // at once and are answered in order; with Background every one is started
@@ -32,7 +29,7 @@ func ParseBatch(raw json.RawMessage) (Batch, error) {
 	raw = bytes.TrimSpace(raw)
 	var fields map[string]json.RawMessage
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return Batch{}, &Error{Msg: "the arguments must be a JSON object; task takes: prompt, agent, timeoutMs, worktree, resume, background — or tasks, a list of such objects, with background beside it"}
+		return Batch{}, &Error{Msg: "the arguments must be a JSON object; task takes: " + strings.Join(Names, ", ") + " — or tasks, a list of such objects, with background beside it"}
 	}
 	list, ok := fields["tasks"]
 	if !ok {

@@ -1,12 +1,12 @@
 package taskargs
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/inkdev/ink/toolargs"
 )
 
 // Names of the tools that follow background children.
@@ -23,7 +23,7 @@ const MaxIDs = 64
 // StatusArgs are the arguments of task_status: the children to report on;
 // none means every child of the caller.
 type StatusArgs struct {
-	IDs []string `json:"ids,omitempty"`
+	IDs []string `json:"ids,omitempty" jsonschema:"Child session ids to report on; leave out for every child."`
 }
 
 // WaitArgs are the arguments of task_wait. IDs names the children to wait
@@ -31,103 +31,93 @@ type StatusArgs struct {
 // yet. TimeoutMs bounds the wait (0: do not wait, report what has ended);
 // nil waits until they all end.
 type WaitArgs struct {
-	IDs       []string `json:"ids,omitempty"`
-	TimeoutMs *int64   `json:"timeoutMs,omitempty"`
+	IDs       []string `json:"ids,omitempty" jsonschema:"Child session ids to wait for; leave out for every background child whose result you have not collected yet."`
+	TimeoutMs *int64   `json:"timeoutMs,omitempty" jsonschema:"Stop waiting after this many milliseconds and report the children that ended so far (0: do not wait). Leave out to wait until they all end."`
 }
 
 // CancelArgs are the arguments of task_cancel: the child to stop.
 type CancelArgs struct {
-	ID string `json:"id"`
+	ID string `json:"id" jsonschema:"Child session id of the child to stop."`
 }
 
 // ParseStatus decodes and checks the arguments of task_status.
 func ParseStatus(raw json.RawMessage) (StatusArgs, error) {
-	fields, err := object(StatusTool, raw, "ids")
+	a, err := toolargs.Decode[StatusArgs](StatusTool, raw)
 	if err != nil {
-		return StatusArgs{}, err
+		return StatusArgs{}, fromDecode(err)
 	}
-	ids, err := idList(StatusTool, fields)
-	return StatusArgs{IDs: ids}, err
+	a.IDs, err = idList(StatusTool, a.IDs)
+	return a, err
 }
 
 // ParseWait decodes and checks the arguments of task_wait.
 func ParseWait(raw json.RawMessage) (WaitArgs, error) {
-	fields, err := object(WaitTool, raw, "ids", "timeoutMs")
+	a, err := toolargs.Decode[WaitArgs](WaitTool, raw)
 	if err != nil {
+		return WaitArgs{}, fromDecode(err)
+	}
+	if a.IDs, err = idList(WaitTool, a.IDs); err != nil {
 		return WaitArgs{}, err
 	}
-	var a WaitArgs
-	if a.IDs, err = idList(WaitTool, fields); err != nil {
-		return WaitArgs{}, err
-	}
-	if v, ok := fields["timeoutMs"]; ok && !bytes.Equal(v, []byte("null")) {
-		var f float64
-		if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &f) != nil ||
-			f != math.Trunc(f) || f < 0 || f > maxTimeoutMs {
-			return WaitArgs{}, &Error{Tool: WaitTool, Msg: fmt.Sprintf("timeoutMs must be a whole number of milliseconds, 0 or more (0 reports what has ended without waiting); got %s", v)}
-		}
-		ms := int64(f)
-		a.TimeoutMs = &ms
+	if a.TimeoutMs != nil && (*a.TimeoutMs < 0 || *a.TimeoutMs > maxTimeoutMs) {
+		return WaitArgs{}, &Error{Tool: WaitTool, Msg: waitTimeoutMessage(strconv.FormatInt(*a.TimeoutMs, 10))}
 	}
 	return a, nil
 }
 
 // ParseCancel decodes and checks the arguments of task_cancel.
 func ParseCancel(raw json.RawMessage) (CancelArgs, error) {
-	fields, err := object(CancelTool, raw, "id")
+	a, err := toolargs.Decode[CancelArgs](CancelTool, raw)
 	if err != nil {
+		return CancelArgs{}, fromDecode(err)
+	}
+	if err := checkChildID(CancelTool, "id", a.ID); err != nil {
 		return CancelArgs{}, err
 	}
-	v, ok := fields["id"]
-	if !ok || bytes.Equal(v, []byte("null")) {
-		return CancelArgs{}, &Error{Tool: CancelTool, Msg: "id is required: the child session id from the task call that started it"}
-	}
-	var id string
-	if v[0] != '"' || json.Unmarshal(v, &id) != nil {
-		return CancelArgs{}, &Error{Tool: CancelTool, Msg: "id must be a string: the child session id from the task call that started it"}
-	}
-	if err := checkChildID(CancelTool, "id", id); err != nil {
-		return CancelArgs{}, err
-	}
-	return CancelArgs{ID: id}, nil
+	return a, nil
 }
 
-// object decodes raw as a JSON object with only the names allowed. An
-// empty raw is an empty object: these tools have no required argument in
-// common.
-func object(tool string, raw json.RawMessage, allowed ...string) (map[string]json.RawMessage, error) {
-	takes := fmt.Sprintf("%s takes: %s", tool, strings.Join(allowed, ", "))
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return map[string]json.RawMessage{}, nil
+const idsMessage = `ids must be a list of child session ids, e.g. ["01k…"]; leave it out for every child`
+
+// WordArgs words a wrong ids for the model.
+func (StatusArgs) WordArgs(e *toolargs.Error) string {
+	if e.Problem == toolargs.WrongType && e.Field == "ids" {
+		return idsMessage
 	}
-	var fields map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return nil, &Error{Tool: tool, Msg: "the arguments must be a JSON object; " + takes}
-	}
-	var unknown []string
-	for k := range fields {
-		if !contains(allowed, k) {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, &Error{Tool: tool, Msg: fmt.Sprintf("unknown argument %s; %s", strings.Join(unknown, ", "), takes)}
-	}
-	return fields, nil
+	return ""
 }
 
-// idList reads the optional "ids" argument: a list of distinct child ids.
-func idList(tool string, fields map[string]json.RawMessage) ([]string, error) {
-	v, ok := fields["ids"]
-	if !ok || bytes.Equal(v, []byte("null")) {
-		return nil, nil
+// WordArgs words a wrong ids or timeoutMs for the model.
+func (WaitArgs) WordArgs(e *toolargs.Error) string {
+	switch {
+	case e.Problem != toolargs.WrongType:
+		return ""
+	case e.Field == "ids":
+		return idsMessage
+	case e.Field == "timeoutMs":
+		return waitTimeoutMessage(string(e.Got))
 	}
-	var ids []string
-	if v[0] != '[' || json.Unmarshal(v, &ids) != nil {
-		return nil, &Error{Tool: tool, Msg: `ids must be a list of child session ids, e.g. ["01k…"]; leave it out for every child`}
+	return ""
+}
+
+// WordArgs words a missing or wrong id for the model.
+func (CancelArgs) WordArgs(e *toolargs.Error) string {
+	switch e.Problem {
+	case toolargs.Missing:
+		return "id is required: the child session id from the task call that started it"
+	case toolargs.WrongType:
+		return "id must be a string: the child session id from the task call that started it"
 	}
+	return ""
+}
+
+func waitTimeoutMessage(got string) string {
+	return fmt.Sprintf("timeoutMs must be a whole number of milliseconds, 0 or more (0 reports what has ended without waiting); got %s", got)
+}
+
+// idList checks the optional ids argument: at most MaxIDs child ids; it
+// drops repeats.
+func idList(tool string, ids []string) ([]string, error) {
 	if len(ids) > MaxIDs {
 		return nil, &Error{Tool: tool, Msg: fmt.Sprintf("ids names %d children; name at most %d, or leave ids out for every child", len(ids), MaxIDs)}
 	}

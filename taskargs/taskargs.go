@@ -9,35 +9,48 @@
 // background it returns at once with the child's id; the caller collects
 // the result later with task_wait. The MCP server also takes a batch of
 // tasks in one call (ParseBatch), run at once and answered in order.
+//
+// Each tool's arguments are one Go type (Args, StatusArgs, WaitArgs,
+// CancelArgs; BatchArgs for the MCP server's task): the schemas a model
+// sees are generated from it and the parsers decode into it, both with
+// package toolargs; the parsers then check what a type cannot say (a
+// blank prompt, a timeout's range, resume beside agent).
 package taskargs
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
+
+	"github.com/inkdev/ink/toolargs"
 )
 
 // Args are the arguments of one task call. Pointer fields tell "absent"
 // from a zero value: with Resume, Agent and Worktree are refused by their
 // presence.
+//
+// The type is the one declaration of task's arguments: its json tags name
+// them, its jsonschema tags describe them to the model (TaskSchema), and
+// Parse decodes them with toolargs.Decode.
 type Args struct {
-	Prompt    string  `json:"prompt"`
-	Agent     *string `json:"agent,omitempty"`
-	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
-	Worktree  *bool   `json:"worktree,omitempty"`
-	Resume    *string `json:"resume,omitempty"`
+	Prompt    string  `json:"prompt" jsonschema:"What the child should do; it sees nothing else from this conversation, so say everything it needs: the goal, the relevant paths and what its final report should contain."`
+	Agent     *string `json:"agent,omitempty" jsonschema:"Name of the agent profile to run (default: a general agent). Not allowed with resume."`
+	TimeoutMs *int64  `json:"timeoutMs,omitempty" jsonschema:"Time limit for the child in milliseconds, at least 1000."`
+	Worktree  *bool   `json:"worktree,omitempty" jsonschema:"Run the child in its own git worktree on its own branch, so its edits do not touch the working copy. Not allowed with resume."`
+	Resume    *string `json:"resume,omitempty" jsonschema:"Child session id to continue (from an earlier task result), with a new prompt."`
 	// Background starts the child and answers at once with its id; its
 	// result is collected later (task_wait). Allowed with resume.
-	Background bool `json:"background,omitempty"`
+	Background bool `json:"background,omitempty" jsonschema:"Start the child and return at once with its id instead of waiting; collect its result later with task_wait."`
 }
 
-// Names are the arguments task takes, in the order they are documented.
-var Names = []string{"prompt", "agent", "timeoutMs", "worktree", "resume", "background"}
+// Names are the arguments task takes, in the order they are documented
+// (Args' fields).
+var Names = toolargs.Names[Args]()
 
 // MinTimeoutMs is the smallest timeoutMs a call may give (one second).
 const MinTimeoutMs = 1000
@@ -74,70 +87,30 @@ func refuse(format string, a ...any) (Args, error) {
 // Parse decodes and checks the JSON arguments of a task call. The error is
 // an *Error whose text tells the caller (a model or a person) what to fix.
 func Parse(raw json.RawMessage) (Args, error) {
-	takes := "task takes: " + strings.Join(Names, ", ")
-	raw = bytes.TrimSpace(raw)
+	a, err := toolargs.Decode[Args]("task", raw)
+	if err != nil {
+		return Args{}, fromDecode(err)
+	}
+	// Decode took a null as absent; resume refuses a null, and with
+	// resume even a null agent or worktree is refused.
 	var fields map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return refuse("the arguments must be a JSON object; %s", takes)
-	}
-	var unknown []string
-	for k := range fields {
-		if !contains(Names, k) {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return refuse("unknown argument %s; %s", strings.Join(unknown, ", "), takes)
-	}
+	json.Unmarshal(bytes.TrimSpace(raw), &fields)
 	present := func(k string) bool { _, ok := fields[k]; return ok }
-	given := func(k string) bool { return present(k) && !bytes.Equal(fields[k], []byte("null")) }
 
-	var a Args
-	if !given("prompt") {
-		return refuse("prompt is required: say what the child should do, in a self-contained instruction")
-	}
-	if json.Unmarshal(fields["prompt"], &a.Prompt) != nil {
-		return refuse("prompt must be a string: say what the child should do")
-	}
 	if strings.TrimSpace(a.Prompt) == "" {
 		return refuse("prompt is blank: say what the child should do, in a self-contained instruction")
 	}
-	if given("agent") {
-		var s string
-		if json.Unmarshal(fields["agent"], &s) != nil {
-			return refuse("agent must be a string naming an agent profile")
-		}
-		if strings.TrimSpace(s) == "" {
-			return refuse("agent is blank: name an agent profile, or leave agent out for the default agent")
-		}
-		a.Agent = &s
+	if a.Agent != nil && strings.TrimSpace(*a.Agent) == "" {
+		return refuse("agent is blank: name an agent profile, or leave agent out for the default agent")
 	}
-	if given("timeoutMs") {
-		ms, err := timeoutMs(fields["timeoutMs"])
-		if err != nil {
-			return Args{}, err
-		}
-		a.TimeoutMs = &ms
-	}
-	if given("worktree") {
-		var b bool
-		if json.Unmarshal(fields["worktree"], &b) != nil {
-			return refuse("worktree must be true or false")
-		}
-		a.Worktree = &b
-	}
-	if given("background") {
-		if json.Unmarshal(fields["background"], &a.Background) != nil {
-			return refuse("background must be true or false")
-		}
+	if a.TimeoutMs != nil && (*a.TimeoutMs < MinTimeoutMs || *a.TimeoutMs > maxTimeoutMs) {
+		return refuse("%s", timeoutMessage(fields["timeoutMs"]))
 	}
 	if present("resume") {
-		var id string
-		if r := fields["resume"]; len(r) == 0 || r[0] != '"' || json.Unmarshal(r, &id) != nil {
+		if a.Resume == nil {
 			return refuse("resume must be a string: the child session id from an earlier task result")
 		}
-		if err := CheckID(id); err != nil {
+		if err := CheckID(*a.Resume); err != nil {
 			return Args{}, err
 		}
 		var both []string
@@ -150,9 +123,45 @@ func Parse(raw json.RawMessage) (Args, error) {
 			w := strings.Join(both, " and ")
 			return refuse("%s cannot be given with resume: a resumed child keeps its agent and worktree; leave %s out", w, w)
 		}
-		a.Resume = &id
 	}
 	return a, nil
+}
+
+// WordArgs words the problems toolargs.Decode finds in task's arguments
+// with what the model should give instead.
+func (Args) WordArgs(e *toolargs.Error) string {
+	switch {
+	case e.Problem == toolargs.Missing && e.Field == "prompt":
+		return "prompt is required: say what the child should do, in a self-contained instruction"
+	case e.Problem != toolargs.WrongType:
+		return ""
+	}
+	switch e.Field {
+	case "prompt":
+		return "prompt must be a string: say what the child should do"
+	case "agent":
+		return "agent must be a string naming an agent profile"
+	case "timeoutMs":
+		return timeoutMessage(e.Got)
+	case "worktree", "background":
+		return e.Field + " must be true or false"
+	case "resume":
+		return "resume must be a string: the child session id from an earlier task result"
+	}
+	return ""
+}
+
+// fromDecode is a toolargs.Decode error as an *Error.
+func fromDecode(err error) error {
+	var e *toolargs.Error
+	if errors.As(err, &e) {
+		tool := e.Tool
+		if tool == "task" {
+			tool = ""
+		}
+		return &Error{Tool: tool, Msg: e.Msg}
+	}
+	return err
 }
 
 // CheckID reports what is wrong with a child id given to resume, or nil.
@@ -170,39 +179,14 @@ func CheckID(id string) error {
 	return nil
 }
 
-// timeoutMs reads a whole number of milliseconds, in any JSON notation of a
-// whole number (60000, 6e4, 60000.0), at least MinTimeoutMs.
-func timeoutMs(raw json.RawMessage) (int64, error) {
-	bad := func() (int64, error) {
-		return 0, &Error{Msg: fmt.Sprintf("timeoutMs must be a whole number of milliseconds, at least %d (one second) and at most %d; got %s", MinTimeoutMs, int64(maxTimeoutMs), raw)}
-	}
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return bad()
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-		return bad()
-	}
-	if f < MinTimeoutMs {
-		return bad()
-	}
-	if f > maxTimeoutMs {
-		return bad()
-	}
-	return int64(f), nil
+// timeoutMessage refuses the timeoutMs raw: not a whole number of
+// milliseconds, or under MinTimeoutMs.
+func timeoutMessage(raw json.RawMessage) string {
+	return fmt.Sprintf("timeoutMs must be a whole number of milliseconds, at least %d (one second) and at most %d; got %s", MinTimeoutMs, int64(maxTimeoutMs), raw)
 }
 
 // JSON encodes a as the arguments of a task call.
 func (a Args) JSON() json.RawMessage {
 	b, _ := json.Marshal(a)
 	return b
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
