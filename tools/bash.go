@@ -20,6 +20,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/sandbox"
 	"github.com/inkdev/ink/secret"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // bashTool is the `bash` tool: it runs a shell command in the working
@@ -46,10 +47,8 @@ func (t *bashTool) Spec() model.ToolSpec {
 			"A non-zero exit code is reported as an error with the output. " +
 			t.sandboxNote() +
 			"Prefer read, grep, find and ls for looking at files, and edit or write for changing them.",
-		Schema: schema([]string{"command"},
-			prop{"command", "string", "The command line to run with bash -c."},
-			prop{"timeout", "number", fmt.Sprintf("Timeout in seconds (default %s, at most %s).", seconds(t.env.BashTimeout), seconds(t.env.BashMaxTimeout))},
-		),
+		Schema: toolargs.Schema[bashArgs](toolargs.Describe("timeout",
+			fmt.Sprintf("Timeout in seconds (default %s, at most %s).", seconds(t.env.BashTimeout), seconds(t.env.BashMaxTimeout)))),
 	}
 }
 
@@ -88,15 +87,17 @@ func (t *bashTool) sandboxNote() string {
 	return note
 }
 
+// bashArgs are bash's arguments; timeout's description, which names the
+// configured default and maximum, is set in Spec.
 type bashArgs struct {
-	Command string   `json:"command"`
-	Timeout *float64 `json:"timeout"`
+	Command string   `json:"command" jsonschema:"The command line to run with bash -c."`
+	Timeout *float64 `json:"timeout,omitempty" jsonschema:"Timeout in seconds."`
 }
 
 func (t *bashTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a bashArgs
-	if err := decodeArgs("bash", raw, &a, []string{"command", "timeout"}); err != nil {
-		return errorResult("bash: %v", err)
+	a, err := toolargs.Decode[bashArgs]("bash", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if strings.TrimSpace(a.Command) == "" {
 		return errorResult("bash: command is required: give the command line to run")

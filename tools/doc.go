@@ -2,6 +2,12 @@
 // bash) and the worker side of `task`, which forwards each call to the
 // orchestrator through the TaskRunner interface.
 //
+// Each tool's arguments are one Go type (readArgs, bashArgs, …): the
+// schema in its Spec is generated from the type and Run decodes a call
+// into it, both with package toolargs, so a bad call gets the same kind of
+// message from every tool; Run then checks what the type cannot say (a
+// blank path, a range).
+//
 // # Confinement
 //
 // An agent's tools work inside one directory tree, its root (Env.Root: the

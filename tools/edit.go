@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // editTool is the `edit` tool: it replaces one exact, unique piece of text
@@ -34,35 +35,30 @@ func (t *editTool) Spec() model.ToolSpec {
 			"without read's line-number prefixes) and exactly once; include enough surrounding lines to make it unique. " +
 			"newText replaces it (empty deletes it). You must read the file first, and read it again if it changed since; " +
 			"the edit is refused otherwise. To create a file use write.",
-		Schema: schema([]string{"path", "oldText", "newText"},
-			prop{"path", "string", "File to edit, relative to the working directory or absolute inside the root."},
-			prop{"oldText", "string", "Exact text to replace; must occur exactly once in the file."},
-			prop{"newText", "string", "Replacement text."},
-		),
+		Schema: toolargs.Schema[editArgs](),
 	}
 }
 
 func (t *editTool) Safe() bool { return false }
 
+// editArgs are edit's arguments.
 type editArgs struct {
-	Path    string  `json:"path"`
-	OldText *string `json:"oldText"`
-	NewText *string `json:"newText"`
+	Path    string `json:"path" jsonschema:"File to edit, relative to the working directory or absolute inside the root."`
+	OldText string `json:"oldText" jsonschema:"Exact text to replace; must occur exactly once in the file."`
+	NewText string `json:"newText" jsonschema:"Replacement text."`
 }
 
 func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a editArgs
-	if err := decodeArgs("edit", raw, &a, []string{"path", "oldText", "newText"}); err != nil {
-		return errorResult("edit: %v", err)
+	a, err := toolargs.Decode[editArgs]("edit", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	switch {
 	case strings.TrimSpace(a.Path) == "":
 		return errorResult("edit: path is required: name the file to edit")
-	case a.OldText == nil || *a.OldText == "":
+	case a.OldText == "":
 		return errorResult("edit: oldText is required: give the exact text to replace (to create or overwrite a whole file, use write)")
-	case a.NewText == nil:
-		return errorResult(`edit: newText is required: give the replacement text ("" deletes oldText)`)
-	case *a.OldText == *a.NewText:
+	case a.OldText == a.NewText:
 		return errorResult("edit: oldText and newText are identical; nothing would change")
 	}
 	env := t.env
@@ -97,7 +93,7 @@ func (t *editTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		return errorResult("edit: %s", msg)
 	}
 	content := string(data)
-	oldText, newText := *a.OldText, *a.NewText
+	oldText, newText := a.OldText, a.NewText
 	switch n := countMatches(content, oldText); {
 	case n == 0:
 		hint := "check whitespace and indentation, leave out read's line-number prefixes, or re-read the file"

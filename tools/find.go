@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // findTool is the `find` tool: it lists paths below a directory whose name
@@ -27,24 +28,22 @@ func (t *findTool) Spec() model.ToolSpec {
 			"Skips .git and node_modules and does not follow symbolic links. " +
 			"Paths are printed sorted, relative to the working directory, with a trailing / on directories; " +
 			fmt.Sprintf("at most %d are shown.", t.env.FindMaxResults),
-		Schema: schema([]string{"pattern"},
-			prop{"pattern", "string", `Glob to match, e.g. "*_test.go" or "internal/**/*.{ts,tsx}".`},
-			prop{"path", "string", "Directory to search (default: the working directory)."},
-		),
+		Schema: toolargs.Schema[findArgs](),
 	}
 }
 
 func (t *findTool) Safe() bool { return true }
 
+// findArgs are find's arguments.
 type findArgs struct {
-	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
+	Pattern string `json:"pattern" jsonschema:"Glob to match, e.g. \"*_test.go\" or \"internal/**/*.{ts,tsx}\"."`
+	Path    string `json:"path,omitempty" jsonschema:"Directory to search (default: the working directory)."`
 }
 
 func (t *findTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a findArgs
-	if err := decodeArgs("find", raw, &a, []string{"pattern", "path"}); err != nil {
-		return errorResult("find: %v", err)
+	a, err := toolargs.Decode[findArgs]("find", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if strings.TrimSpace(a.Pattern) == "" {
 		return errorResult(`find: pattern is required: give a glob such as "*.go"`)

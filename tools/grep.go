@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // grepMaxLine is the longest line grep scans; the rest of a file with a
@@ -33,26 +34,23 @@ func (t *grepTool) Spec() model.ToolSpec {
 			"symbolic links inside a directory are not followed. " +
 			"Each match is printed as path:line: text, with paths relative to the working directory. " +
 			fmt.Sprintf("At most %d matches are shown; a note says how many more there were.", t.env.GrepMaxMatches),
-		Schema: schema([]string{"pattern"},
-			prop{"pattern", "string", "Regular expression to search for (Go RE2 syntax)."},
-			prop{"path", "string", "File or directory to search (default: the working directory)."},
-			prop{"glob", "string", `Only search files whose name or relative path matches this glob, e.g. "*.go", "*.{ts,tsx}" or "src/**/*.py".`},
-		),
+		Schema: toolargs.Schema[grepArgs](),
 	}
 }
 
 func (t *grepTool) Safe() bool { return true }
 
+// grepArgs are grep's arguments.
 type grepArgs struct {
-	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
-	Glob    string `json:"glob"`
+	Pattern string `json:"pattern" jsonschema:"Regular expression to search for (Go RE2 syntax)."`
+	Path    string `json:"path,omitempty" jsonschema:"File or directory to search (default: the working directory)."`
+	Glob    string `json:"glob,omitempty" jsonschema:"Only search files whose name or relative path matches this glob, e.g. \"*.go\", \"*.{ts,tsx}\" or \"src/**/*.py\"."`
 }
 
 func (t *grepTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a grepArgs
-	if err := decodeArgs("grep", raw, &a, []string{"pattern", "path", "glob"}); err != nil {
-		return errorResult("grep: %v", err)
+	a, err := toolargs.Decode[grepArgs]("grep", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if a.Pattern == "" {
 		return errorResult("grep: pattern is required: give a regular expression to search for")

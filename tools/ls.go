@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // lsTool is the `ls` tool: it lists one directory. It is safe for
@@ -25,22 +26,21 @@ func (t *lsTool) Spec() model.ToolSpec {
 		Description: "List a directory's entries, sorted by name, hidden ones included. " +
 			`Directories end with "/", symbolic links are shown as "name -> target". ` +
 			fmt.Sprintf("At most %d entries are shown.", t.env.LsMaxEntries),
-		Schema: schema(nil,
-			prop{"path", "string", "Directory to list (default: the working directory)."},
-		),
+		Schema: toolargs.Schema[lsArgs](),
 	}
 }
 
 func (t *lsTool) Safe() bool { return true }
 
+// lsArgs are ls's arguments.
 type lsArgs struct {
-	Path string `json:"path"`
+	Path string `json:"path,omitempty" jsonschema:"Directory to list (default: the working directory)."`
 }
 
 func (t *lsTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a lsArgs
-	if err := decodeArgs("ls", raw, &a, []string{"path"}); err != nil {
-		return errorResult("ls: %v", err)
+	a, err := toolargs.Decode[lsArgs]("ls", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if strings.TrimSpace(a.Path) == "" {
 		a.Path = "."

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // maxLineBytes caps one line shown by read and grep.
@@ -37,26 +38,24 @@ func (t *readTool) Spec() model.ToolSpec {
 			"Use offset (1-based first line) and limit (number of lines) to read part of a large file. " +
 			"Directories are refused (use ls) and so are binary files. " +
 			"You must read a file before you edit or overwrite it.",
-		Schema: schema([]string{"path"},
-			prop{"path", "string", "File to read, relative to the working directory or absolute inside the root."},
-			prop{"offset", "integer", "First line to show, 1-based (default 1)."},
-			prop{"limit", "integer", fmt.Sprintf("Number of lines to show (default %d).", t.env.ReadMaxLines)},
-		),
+		Schema: toolargs.Schema[readArgs](toolargs.Describe("limit", fmt.Sprintf("Number of lines to show (default %d).", t.env.ReadMaxLines))),
 	}
 }
 
 func (t *readTool) Safe() bool { return true }
 
+// readArgs are read's arguments; limit's description, which names the
+// configured default, is set in Spec.
 type readArgs struct {
-	Path   string `json:"path"`
-	Offset *int   `json:"offset"`
-	Limit  *int   `json:"limit"`
+	Path   string `json:"path" jsonschema:"File to read, relative to the working directory or absolute inside the root."`
+	Offset *int   `json:"offset,omitempty" jsonschema:"First line to show, 1-based (default 1)."`
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Number of lines to show."`
 }
 
 func (t *readTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a readArgs
-	if err := decodeArgs("read", raw, &a, []string{"path", "offset", "limit"}); err != nil {
-		return errorResult("read: %v", err)
+	a, err := toolargs.Decode[readArgs]("read", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if strings.TrimSpace(a.Path) == "" {
 		return errorResult("read: path is required: name the file to read")

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/inkdev/ink/model"
 )
@@ -46,4 +47,9 @@ func WithCallID(ctx context.Context, id string) context.Context {
 func CallID(ctx context.Context) string {
 	id, _ := ctx.Value(callIDKey{}).(string)
 	return id
+}
+
+// errorResult is an isError Result with a formatted message.
+func errorResult(format string, a ...any) Result {
+	return Result{Content: fmt.Sprintf(format, a...), IsError: true}
 }

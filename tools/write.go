@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/toolargs"
 )
 
 // newFileMode is the mode of a file write creates.
@@ -33,30 +34,25 @@ func (t *writeTool) Spec() model.ToolSpec {
 		Description: "Write a whole file: create it (missing parent directories are created too) or replace its content. " +
 			"Overwriting an existing file requires having read it, and reading it again if it changed since. " +
 			"Prefer edit for changing part of a file.",
-		Schema: schema([]string{"path", "content"},
-			prop{"path", "string", "File to write, relative to the working directory or absolute inside the root."},
-			prop{"content", "string", "The complete new content of the file."},
-		),
+		Schema: toolargs.Schema[writeArgs](),
 	}
 }
 
 func (t *writeTool) Safe() bool { return false }
 
+// writeArgs are write's arguments.
 type writeArgs struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
+	Path    string `json:"path" jsonschema:"File to write, relative to the working directory or absolute inside the root."`
+	Content string `json:"content" jsonschema:"The complete new content of the file."`
 }
 
 func (t *writeTool) Run(ctx context.Context, raw json.RawMessage) Result {
-	var a writeArgs
-	if err := decodeArgs("write", raw, &a, []string{"path", "content"}); err != nil {
-		return errorResult("write: %v", err)
+	a, err := toolargs.Decode[writeArgs]("write", raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
 	if strings.TrimSpace(a.Path) == "" {
 		return errorResult("write: path is required: name the file to write")
-	}
-	if a.Content == nil {
-		return errorResult(`write: content is required: give the file's complete content ("" for an empty file)`)
 	}
 	env := t.env
 	tg, err := env.resolveForWrite(a.Path)
@@ -103,7 +99,7 @@ func (t *writeTool) Run(ctx context.Context, raw json.RawMessage) Result {
 		seen = &sum
 	}
 	env.hook(hookBeforeWrite)
-	content := []byte(*a.Content)
+	content := []byte(a.Content)
 	switch err := env.replaceFile(tg.rel, content, mode, seen); {
 	case errors.Is(err, errChanged):
 		return errorResult("write: %s", changedMessage(name))
