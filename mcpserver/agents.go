@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/inkdev/ink/toolargs"
 )
 
 const agentsListDescription = "List the agent profiles task can run (its agent argument): name, description, tools, model " +
@@ -15,13 +17,13 @@ const agentsListDescription = "List the agent profiles task can run (its agent a
 // addAgentTools registers agents_list.
 func (s *Server) addAgentTools() {
 	addTool(s, &mcp.Tool{
-		Name: "agents_list", Title: "List agent profiles", Description: agentsListDescription, InputSchema: noArgs,
+		Name: "agents_list", Title: "List agent profiles", Description: agentsListDescription, InputSchema: toolargs.Schema[noArgs](),
 		Annotations: &mcp.ToolAnnotations{Title: "List agent profiles", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.agentsList)
 }
 
 func (s *Server) agentsList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *AgentsOutput) {
-	if _, err := strictArgs("agents_list", req.Params.Arguments); err != nil {
+	if _, err := toolargs.Decode[noArgs]("agents_list", req.Params.Arguments); err != nil {
 		return toolError(err.Error()), nil
 	}
 	list := []AgentInfo{}

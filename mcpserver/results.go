@@ -183,8 +183,9 @@ type handler[Out any] func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // addTool registers t with an outputSchema generated from Out; h's value
 // becomes the result's structuredContent, checked against that schema
 // (an error result carries none, so that clients show its text). The
-// arguments are left to h, which checks them with the parsers the command
-// line uses, for the same messages.
+// arguments are left to h, which decodes them with toolargs (and the task
+// tools' with the taskargs parsers the command line uses), for the same
+// messages; t.InputSchema is generated from the same type.
 func addTool[Out any](s *Server, t *mcp.Tool, h handler[Out]) {
 	schema, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {

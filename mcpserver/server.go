@@ -32,10 +32,12 @@
 // the background), task_status, task_wait and task_cancel follow the
 // children of this session; worktrees_list, worktree_diff and
 // worktree_merge review and merge their branches with the command line's
-// rules; agents_list names the agent profiles task can run. Arguments are
+// rules; agents_list names the agent profiles task can run. Each tool's
+// arguments are one Go type: its inputSchema is generated from it and
+// calls are decoded into it by package toolargs, and the task tools' are
 // checked by the parsers the rest of ink uses (package taskargs), so a bad
-// call gets the same message as on the command line, as a tool error, and
-// changes no file.
+// call gets the same message as on the command line or from ink's own
+// agents, as a tool error, and changes no file.
 //
 // # Parallelism
 //

@@ -3,10 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/toolargs"
 	"github.com/inkdev/ink/worktree"
 )
 
@@ -33,78 +32,46 @@ const (
 		"child can still be resumed. Review the changes first with worktree_diff."
 )
 
-var idSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Child session id of the worktree's child (worktrees_list shows them)."}},"required":["id"],"additionalProperties":false}`)
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
 
-var mergeSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Child session id of the worktree's child (worktrees_list shows them)."},"commit":{"type":"boolean","description":"Commit the child's uncommitted work on its branch first, with a generated message."}},"required":["id"],"additionalProperties":false}`)
+// worktreeArgs are worktree_diff's arguments.
+type worktreeArgs struct {
+	ID string `json:"id" jsonschema:"Child session id of the worktree's child (worktrees_list shows them)."`
+}
 
-var noArgs = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+// mergeArgs are worktree_merge's arguments.
+type mergeArgs struct {
+	ID     string `json:"id" jsonschema:"Child session id of the worktree's child (worktrees_list shows them)."`
+	Commit bool   `json:"commit,omitempty" jsonschema:"Commit the child's uncommitted work on its branch first, with a generated message."`
+}
 
 // addWorktreeTools registers worktrees_list, worktree_diff and
 // worktree_merge. They call package worktree the way `ink worktrees` does,
 // through the small functions below.
 func (s *Server) addWorktreeTools() {
 	addTool(s, &mcp.Tool{
-		Name: "worktrees_list", Title: "List child worktrees", Description: worktreesListDescription, InputSchema: noArgs,
+		Name: "worktrees_list", Title: "List child worktrees", Description: worktreesListDescription, InputSchema: toolargs.Schema[noArgs](),
 		Annotations: &mcp.ToolAnnotations{Title: "List child worktrees", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreesList)
 	s.add(&mcp.Tool{
-		Name: "worktree_diff", Title: "Diff a child's worktree", Description: worktreeDiffDescription, InputSchema: idSchema,
+		Name: "worktree_diff", Title: "Diff a child's worktree", Description: worktreeDiffDescription, InputSchema: toolargs.Schema[worktreeArgs](),
 		Annotations: &mcp.ToolAnnotations{Title: "Diff a child's worktree", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreeDiff)
 	addTool(s, &mcp.Tool{
-		Name: "worktree_merge", Title: "Merge a child's branch", Description: worktreeMergeDescription, InputSchema: mergeSchema,
+		Name: "worktree_merge", Title: "Merge a child's branch", Description: worktreeMergeDescription, InputSchema: toolargs.Schema[mergeArgs](),
 		// A merge adds a commit and changes the checkout; a second merge
 		// finds nothing to do.
 		Annotations: &mcp.ToolAnnotations{Title: "Merge a child's branch", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.worktreeMerge)
 }
 
-// strictArgs decodes raw into an object with only the names allowed.
-func strictArgs(tool string, raw json.RawMessage, allowed ...string) (map[string]json.RawMessage, error) {
-	takes := tool + " takes no arguments"
-	if len(allowed) > 0 {
-		takes = tool + " takes: " + strings.Join(allowed, ", ")
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return map[string]json.RawMessage{}, nil
-	}
-	var fields map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return nil, fmt.Errorf("%s: the arguments must be a JSON object; %s", tool, takes)
-	}
-	var unknown []string
-	for k := range fields {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == k
-		}
-		if !ok {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("%s: unknown argument %s; %s", tool, strings.Join(unknown, ", "), takes)
-	}
-	return fields, nil
-}
-
-// childID reads the id argument of a worktree tool.
-func childID(tool string, raw json.RawMessage) (string, error) {
-	fields, err := strictArgs(tool, raw, "id")
-	if err != nil {
-		return "", err
-	}
-	v, ok := fields["id"]
-	var id string
-	if !ok || len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &id) != nil {
-		return "", fmt.Errorf("%s: id is required: the child session id of the worktree (worktrees_list shows them)", tool)
-	}
+// checkChildID refuses an id that cannot be a child's.
+func checkChildID(tool, id string) error {
 	if !session.ValidID(id) {
-		return "", fmt.Errorf("%s: %q is not a child id (ids use only a-z, 0-9 and '-'); list the worktrees with worktrees_list", tool, id)
+		return fmt.Errorf("%s: %q is not a child id (ids use only a-z, 0-9 and '-'); list the worktrees with worktrees_list", tool, id)
 	}
-	return id, nil
+	return nil
 }
 
 // findWorktree finds a child's worktree as `ink worktrees` does.
@@ -120,7 +87,7 @@ func (s *Server) findWorktree(ctx context.Context, tool, id string) (worktree.In
 }
 
 func (s *Server) worktreesList(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *WorktreesOutput) {
-	if _, err := strictArgs("worktrees_list", req.Params.Arguments); err != nil {
+	if _, err := toolargs.Decode[noArgs]("worktrees_list", req.Params.Arguments); err != nil {
 		return toolError(err.Error()), nil
 	}
 	infos, err := worktree.List(ctx, s.cfg.InkHome)
@@ -164,10 +131,14 @@ func worktreesText(infos []worktree.Info) string {
 }
 
 func (s *Server) worktreeDiff(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, err := childID("worktree_diff", req.Params.Arguments)
+	a, err := toolargs.Decode[worktreeArgs]("worktree_diff", req.Params.Arguments)
+	if err == nil {
+		err = checkChildID("worktree_diff", a.ID)
+	}
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
+	id := a.ID
 	info, err := s.findWorktree(ctx, "worktree_diff", id)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -191,20 +162,14 @@ func (s *Server) worktreeDiff(ctx context.Context, req *mcp.CallToolRequest) (*m
 }
 
 func (s *Server) worktreeMerge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *MergeOutput) {
-	fields, err := strictArgs("worktree_merge", req.Params.Arguments, "id", "commit")
+	a, err := toolargs.Decode[mergeArgs]("worktree_merge", req.Params.Arguments)
+	if err == nil {
+		err = checkChildID("worktree_merge", a.ID)
+	}
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
-	commit := false
-	if v, ok := fields["commit"]; ok && json.Unmarshal(v, &commit) != nil {
-		return toolError("worktree_merge: commit must be true or false"), nil
-	}
-	delete(fields, "commit")
-	rest, _ := json.Marshal(fields)
-	id, err := childID("worktree_merge", rest)
-	if err != nil {
-		return toolError(err.Error()), nil
-	}
+	id, commit := a.ID, a.Commit
 	info, err := s.findWorktree(ctx, "worktree_merge", id)
 	if err != nil {
 		return toolError(err.Error()), nil
