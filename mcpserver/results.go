@@ -185,7 +185,8 @@ type handler[Out any] func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // (an error result carries none, so that clients show its text). The
 // arguments are left to h, which decodes them with toolargs (and the task
 // tools' with the taskargs parsers the command line uses), for the same
-// messages; t.InputSchema is generated from the same type.
+// messages; t.InputSchema is generated from the arguments' type
+// (toolargs.Schema), the one h decodes into.
 func addTool[Out any](s *Server, t *mcp.Tool, h handler[Out]) {
 	schema, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {
