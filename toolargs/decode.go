@@ -31,10 +31,10 @@ type Error struct {
 	// Tool is the tool's name.
 	Tool    string
 	Problem Problem
-	// Field is the argument at fault (Missing, WrongType); Unknown lists
-	// every unknown name, sorted.
-	Field   string
-	Unknown []string
+	// Field is the argument at fault (Missing, WrongType).
+	Field string
+	// Extra are the names the tool does not take, sorted (Unknown).
+	Extra []string
 	// Want says what Field takes ("a string", "a whole number", …) and Got
 	// is the value given (WrongType).
 	Want string
@@ -113,7 +113,7 @@ func Decode[T any](tool string, raw json.RawMessage) (T, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return fail(&Error{Problem: Unknown, Unknown: unknown})
+		return fail(&Error{Problem: Unknown, Extra: unknown})
 	}
 	for _, f := range fields {
 		val, ok := given[f.name]
@@ -212,8 +212,8 @@ func (e *Error) generic(fields []field) string {
 		}
 		return "the arguments must be a JSON object; " + takes
 	case Unknown:
-		q := make([]string, len(e.Unknown))
-		for i, k := range e.Unknown {
+		q := make([]string, len(e.Extra))
+		for i, k := range e.Extra {
 			q[i] = strconv.Quote(k)
 		}
 		return fmt.Sprintf("unknown argument %s; %s", strings.Join(q, ", "), takes)
