@@ -27,8 +27,8 @@ var sampleRows = []rowCells{
 // counted in terminal cells (a CJK character or an emoji takes two), keeps
 // its label and state, and shows the start of its agent name, cut with an
 // ellipsis when it is too long; the narrower the terminal, the fewer
-// details. The lines are those of testdata/rows/<width>.txt (go test
-// -update rewrites them).
+// details. The lines are those of testdata/rows/<width>.txt, each ended
+// with a '|' (go test -update rewrites them).
 func TestLayoutRowsFit(t *testing.T) {
 	t.Parallel()
 	for _, width := range []int{120, 80, 40} {
@@ -54,9 +54,12 @@ func TestLayoutRowsFit(t *testing.T) {
 				}
 			}
 			golden := filepath.Join("testdata", "rows", strconv.Itoa(width)+".txt")
-			got := strings.Join(lines, "\n") + "\n"
+			var got strings.Builder
+			for _, l := range lines {
+				got.WriteString(l + "|\n") // where the line ends, its spaces included
+			}
 			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -64,8 +67,8 @@ func TestLayoutRowsFit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read golden (run go test -update to create it): %v", err)
 			}
-			if got != string(want) {
-				t.Errorf("rows at %d columns:\n%s\nwant (%s):\n%s", width, got, golden, want)
+			if got.String() != string(want) {
+				t.Errorf("rows at %d columns:\n%s\nwant (%s):\n%s", width, got.String(), golden, want)
 			}
 		})
 	}
