@@ -9,11 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/model"
@@ -55,15 +58,24 @@ func JSONLinesNotify(w io.Writer, failed func(error)) func(event.Envelope) {
 // Display renders events for people on stderr: live rows per child on a
 // terminal, plain lines otherwise. It is safe for concurrent use; Close
 // stops the live redraw.
+//
+// The live rows are fitted to the terminal's width, read afresh for each
+// redraw and at once on a resize (SIGWINCH): each row is one line on the
+// terminal, never wrapped, so that the redraw erases exactly the lines it
+// drew. A terminal that rewraps its lines when it is made narrower may
+// keep parts of the rows drawn just before the resize.
 type Display struct {
 	w       io.Writer
 	live    bool
 	verbose bool
+	size    size
+	resized chan os.Signal // a resize of the terminal (SIGWINCH)
 
 	mu     sync.Mutex
 	rows   map[string]*row
 	order  []string
-	drawn  int
+	frame  strings.Builder // what the next write puts on the terminal
+	drawn  int             // terminal lines the live rows take
 	stop   chan struct{}
 	closed bool
 }
@@ -82,10 +94,18 @@ type row struct {
 	queued bool
 }
 
-// NewDisplay returns a display writing to w; live selects redrawn rows.
+// NewDisplay returns a display writing to w; live selects redrawn rows,
+// fitted to the size of the terminal w is (80 columns when w is no
+// terminal). A live display redraws until Close.
 func NewDisplay(w io.Writer, live bool) *Display {
-	d := &Display{w: w, live: live, rows: map[string]*row{}, stop: make(chan struct{})}
+	return newDisplay(w, live, terminalSize(w))
+}
+
+// newDisplay is NewDisplay with the terminal's size read from size.
+func newDisplay(w io.Writer, live bool, size size) *Display {
+	d := &Display{w: w, live: live, size: size, rows: map[string]*row{}, stop: make(chan struct{}), resized: make(chan os.Signal, 1)}
 	if live {
+		notifyResize(d.resized)
 		go d.tick()
 	}
 	return d
@@ -105,17 +125,30 @@ func (d *Display) Note(text string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.print(text)
+	d.flush()
 }
 
-// print writes one "ink: " line, keeping the live rows below it.
+// print puts one "ink: " line in the frame, keeping the live rows below
+// it. The line is not cut to the terminal's width: it stays, and the
+// terminal wraps it whole.
 func (d *Display) print(line string) {
 	if d.live {
 		d.clear()
-		fmt.Fprintf(d.w, "ink: %s\n", line)
+		fmt.Fprintf(&d.frame, "ink: %s\n", line)
 		d.redraw()
 		return
 	}
-	fmt.Fprintf(d.w, "ink: %s\n", line)
+	fmt.Fprintf(&d.frame, "ink: %s\n", line)
+}
+
+// flush writes the frame in one write, so that the terminal never shows
+// rows half erased or half drawn.
+func (d *Display) flush() {
+	if d.frame.Len() == 0 {
+		return
+	}
+	io.WriteString(d.w, d.frame.String())
+	d.frame.Reset()
 }
 
 // Close stops redrawing and leaves the final rows on screen.
@@ -129,10 +162,14 @@ func (d *Display) Close() {
 	close(d.stop)
 	if d.live {
 		d.redraw()
+		d.flush()
 	}
 }
 
+// tick redraws the rows four times a second, for their clocks, and at once
+// when the terminal is resized, until Close.
 func (d *Display) tick() {
+	defer stopResize(d.resized)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -140,10 +177,14 @@ func (d *Display) tick() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			d.mu.Lock()
-			d.redraw()
-			d.mu.Unlock()
+		case <-d.resized:
 		}
+		d.mu.Lock()
+		if !d.closed {
+			d.redraw()
+			d.flush()
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -290,17 +331,22 @@ func (d *Display) Handle(e event.Envelope) {
 		return
 	}
 	d.print(line)
+	d.flush()
 }
 
-// clear erases the live rows drawn last time.
+// clear erases the live rows drawn last time: the cursor goes back up to
+// the first of them, and everything from there down is erased.
 func (d *Display) clear() {
-	for i := 0; i < d.drawn; i++ {
-		fmt.Fprint(d.w, "\x1b[1A\x1b[2K")
+	if d.drawn == 0 {
+		return
 	}
+	d.frame.WriteString("\r" + ansi.CursorUp(d.drawn) + ansi.EraseScreenBelow)
 	d.drawn = 0
 }
 
-// redraw draws one row per running or queued agent.
+// redraw draws one row per running or queued agent, each fitted to the
+// terminal's width; on a terminal too short for them all, the last line
+// tells how many more there are.
 func (d *Display) redraw() {
 	if !d.live {
 		return
@@ -308,6 +354,7 @@ func (d *Display) redraw() {
 	d.clear()
 	labels := append([]string(nil), d.order...)
 	sort.Strings(labels)
+	var cells []rowCells
 	for _, l := range labels {
 		r := d.rows[l]
 		if r.state != orchestrator.ChildRunning && r.state != orchestrator.ChildQueued {
@@ -317,7 +364,28 @@ func (d *Display) redraw() {
 		if r.queued {
 			el = 0
 		}
-		fmt.Fprintf(d.w, "  %-10s %-12s %-8s %6s  %9s  %6s in / %6s out  %s\n", r.label, strings.TrimSpace(r.agent), r.state, el, orchestrator.Turns(r.turns), orchestrator.CompactTokens(r.usage.Input), orchestrator.CompactTokens(r.usage.Output), r.lastTool)
+		cells = append(cells, rowCells{
+			label: r.label, agent: strings.TrimSpace(r.agent), state: r.state,
+			elapsed: el.String(), turns: orchestrator.Turns(r.turns),
+			in: orchestrator.CompactTokens(r.usage.Input), out: orchestrator.CompactTokens(r.usage.Output),
+			tool: r.lastTool,
+		})
+	}
+	width, height := d.size()
+	more := ""
+	if height > 1 && len(cells) > height-1 {
+		// The rows and the cursor's line fill the screen, no more: a row
+		// scrolled off the top could not be erased.
+		shown := max(height-2, 0)
+		more = ansi.Truncate(fmt.Sprintf("  … and %d more", len(cells)-shown), width, "…")
+		cells = cells[:shown]
+	}
+	for _, line := range layoutRows(cells, width) {
+		d.frame.WriteString(line + "\n")
+		d.drawn++
+	}
+	if more != "" {
+		d.frame.WriteString(more + "\n")
 		d.drawn++
 	}
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inkdev/ink/console/screentest"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -107,44 +107,20 @@ func TestDisplayPlainLines(t *testing.T) {
 	}
 }
 
-// screen replays what a terminal shows: "\x1b[1A\x1b[2K" erases the line
-// above, everything else appends lines.
-type screen struct {
-	mu    sync.Mutex
-	lines []string
-	raw   bytes.Buffer
-}
+// screen is a terminal of 80 columns the display draws on.
+type screen struct{ *screentest.Screen }
 
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.raw.Write(p)
-	text := string(p)
-	for strings.HasPrefix(text, "\x1b[1A\x1b[2K") {
-		text = strings.TrimPrefix(text, "\x1b[1A\x1b[2K")
-		if len(s.lines) > 0 {
-			s.lines = s.lines[:len(s.lines)-1]
-		}
-	}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		s.lines = append(s.lines, sc.Text())
-	}
-	return len(p), nil
-}
+func newScreen() *screen { return &screen{screentest.New(80, 24)} }
 
-func (s *screen) show() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.lines...)
-}
+// show is every line the terminal shows or lets scroll back to.
+func (s *screen) show() []string { return s.History() }
 
 // TestDisplayLiveRows: on a terminal each running or queued agent has a
 // row under the log lines, redrawn in place (the old rows erased) as
 // things change; a finished agent's row goes, its end line stays.
 func TestDisplayLiveRows(t *testing.T) {
 	t.Parallel()
-	s := &screen{}
+	s := newScreen()
 	d := NewDisplay(s, true)
 	defer d.Close()
 	rowRe := func(label, agent, status, tool string) *regexp.Regexp {
@@ -198,7 +174,7 @@ func TestDisplayLiveRows(t *testing.T) {
 func TestDisplayConcurrentUse(t *testing.T) {
 	t.Parallel()
 	for _, live := range []bool{false, true} {
-		s := &screen{}
+		s := newScreen()
 		d := NewDisplay(s, live)
 		var wg sync.WaitGroup
 		for i := range 8 {

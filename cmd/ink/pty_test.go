@@ -115,8 +115,9 @@ func TestRunOnATerminal(t *testing.T) {
 		`ink: main started \(session [a-z0-9]+, model script:`,
 		// A live row of the running child: label, status, elapsed, turns.
 		`  main/1 +running +\d+s +1 turn +`,
-		// Rows are erased before they are drawn again.
-		`\x1b\[1A\x1b\[2K`,
+		// Rows are erased before they are drawn again: the cursor goes
+		// back up over them and everything below is erased.
+		`\r\x1b\[\d*A\x1b\[J`,
 		`ink: main/1 completed after [0-9.]+m?s: 1 turn, 300 in / 9 out`,
 		`the answer, on stdout\r\n`,
 	} {
