@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inkdev/ink/model"
 )
 
 // reader checks a profile's fields one by one, filling the profile and
@@ -408,22 +410,10 @@ func positiveCount(v any, max int64) (int64, bool) {
 }
 
 // tokenCount reads a token count: a positive whole number, or a string
-// such as "128k" or "1M".
+// such as "128k" or "1M" (model.ParseTokens).
 func tokenCount(v any) (int64, bool) {
 	if s, ok := v.(string); ok {
-		t := strings.ToLower(strings.TrimSpace(s))
-		mult := int64(1)
-		switch {
-		case strings.HasSuffix(t, "k"):
-			mult, t = 1_000, strings.TrimSuffix(t, "k")
-		case strings.HasSuffix(t, "m"):
-			mult, t = 1_000_000, strings.TrimSuffix(t, "m")
-		}
-		f, err := strconv.ParseFloat(t, 64)
-		if err != nil || f <= 0 || f*float64(mult) > 1e12 {
-			return 0, false
-		}
-		return int64(f * float64(mult)), true
+		return model.ParseTokens(s)
 	}
-	return positiveCount(v, 1e12)
+	return positiveCount(v, model.MaxTokenCount)
 }

@@ -5,10 +5,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// eventually polls cond every 5 ms until it holds or 2 s pass.
+// eventually polls cond every 5 ms until it holds or 2 s pass (of the
+// bubble's fake clock, inside a synctest bubble).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
@@ -22,33 +24,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestHeartbeatPublishesBeatAndProgress(t *testing.T) {
 	t.Parallel()
-	path := transcriptPath(t)
-	l := mustAcquire(t, path, Owner{AttemptID: "a"})
-	first := mustReadMeta(t, path).HeartbeatAt
-	for i := 0; i < 3; i++ {
-		l.Progress()
-	}
-	l.StartHeartbeat(20 * time.Millisecond)
-	l.StartHeartbeat(time.Hour) // no-op: already beating
-	eventually(t, "progressSeq 3 and a newer heartbeat on disk", func() bool {
-		m := mustReadMeta(t, path)
-		return m.ProgressSeq == 3 && m.HeartbeatAt.After(first) && m.HeartbeatIntervalMs == 20
+	// The beats run on the bubble's fake clock: after Release, three
+	// intervals pass with every goroutine run to a stop, and no beat is
+	// written.
+	synctest.Test(t, func(t *testing.T) {
+		path := transcriptPath(t)
+		l := mustAcquire(t, path, Owner{AttemptID: "a"})
+		first := mustReadMeta(t, path).HeartbeatAt
+		for i := 0; i < 3; i++ {
+			l.Progress()
+		}
+		l.StartHeartbeat(20 * time.Millisecond)
+		l.StartHeartbeat(time.Hour) // no-op: already beating
+		eventually(t, "progressSeq 3 and a newer heartbeat on disk", func() bool {
+			m := mustReadMeta(t, path)
+			return m.ProgressSeq == 3 && m.HeartbeatAt.After(first) && m.HeartbeatIntervalMs == 20
+		})
+		seen := mustReadMeta(t, path).HeartbeatAt
+		eventually(t, "heartbeat keeps advancing", func() bool {
+			return mustReadMeta(t, path).HeartbeatAt.After(seen)
+		})
+		if err := l.HeartbeatErr(); err != nil {
+			t.Errorf("HeartbeatErr = %v", err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+		stopped := mustReadMeta(t, path).HeartbeatAt
+		time.Sleep(3 * 20 * time.Millisecond)
+		synctest.Wait()
+		if got := mustReadMeta(t, path).HeartbeatAt; !got.Equal(stopped) {
+			t.Errorf("heartbeat still beating after Release: %v -> %v", stopped, got)
+		}
 	})
-	seen := mustReadMeta(t, path).HeartbeatAt
-	eventually(t, "heartbeat keeps advancing", func() bool {
-		return mustReadMeta(t, path).HeartbeatAt.After(seen)
-	})
-	if err := l.HeartbeatErr(); err != nil {
-		t.Errorf("HeartbeatErr = %v", err)
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := mustReadMeta(t, path).HeartbeatAt
-	time.Sleep(60 * time.Millisecond)
-	if got := mustReadMeta(t, path).HeartbeatAt; !got.Equal(stopped) {
-		t.Errorf("heartbeat still beating after Release: %v -> %v", stopped, got)
-	}
 }
 
 // keepTakingOver publishes the edited record every 5 ms, as the heartbeat of
@@ -95,35 +103,40 @@ func TestFencing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			path := transcriptPath(t)
-			l := mustAcquire(t, path, Owner{AttemptID: "a"})
-			l.StartHeartbeat(10 * time.Millisecond)
-			c.takeOver(t, path)
-			select {
-			case <-l.Fenced():
-			case <-time.After(2 * time.Second):
-				t.Fatal("not fenced within 2s")
-			}
-			err := l.Check()
-			var fe *FenceError
-			if !errors.As(err, &fe) || l.FenceErr() != err {
-				t.Fatalf("Check = %v, FenceErr = %v", err, l.FenceErr())
-			}
-			want := c.want
-			if strings.Contains(want, "%s") {
-				want = strings.Replace(want, "%s", path, 1)
-			}
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("fence error %q lacks %q", err, want)
-			}
-			// A fenced holder never writes the metadata again.
-			time.Sleep(30 * time.Millisecond)
-			if m := mustReadMeta(t, path); m.Pid == os.Getpid() && m.HeartbeatAt.After(l.Meta().HeartbeatAt) {
-				t.Error("fenced holder rewrote the metadata")
-			}
-			if err := l.Release(); err != nil {
-				t.Errorf("Release of a fenced lease: %v", err)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				path := transcriptPath(t)
+				l := mustAcquire(t, path, Owner{AttemptID: "a"})
+				l.StartHeartbeat(10 * time.Millisecond)
+				c.takeOver(t, path)
+				select {
+				case <-l.Fenced():
+				case <-time.After(2 * time.Second):
+					t.Fatal("not fenced within 2s")
+				}
+				err := l.Check()
+				var fe *FenceError
+				if !errors.As(err, &fe) || l.FenceErr() != err {
+					t.Fatalf("Check = %v, FenceErr = %v", err, l.FenceErr())
+				}
+				want := c.want
+				if strings.Contains(want, "%s") {
+					want = strings.Replace(want, "%s", path, 1)
+				}
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("fence error %q lacks %q", err, want)
+				}
+				// A fenced holder never writes the metadata again: three
+				// intervals pass on the bubble's clock, every goroutine run
+				// to a stop.
+				time.Sleep(3 * 10 * time.Millisecond)
+				synctest.Wait()
+				if m := mustReadMeta(t, path); m.Pid == os.Getpid() && m.HeartbeatAt.After(l.Meta().HeartbeatAt) {
+					t.Error("fenced holder rewrote the metadata")
+				}
+				if err := l.Release(); err != nil {
+					t.Errorf("Release of a fenced lease: %v", err)
+				}
+			})
 		})
 	}
 }

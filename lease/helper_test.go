@@ -150,7 +150,8 @@ func helperRace() error {
 
 // helperFence holds the lease with a HEARTBEAT_MS heartbeat and appends
 // "write N" lines to OUT only while Check passes. When fenced it prints
-// "fenced <error>" and keeps trying (and failing) to write until stdin closes.
+// "fenced <error>" and keeps trying (and failing) to write until stdin closes;
+// after 50 such rounds it prints "50 rounds after the fence".
 func helperFence() error {
 	l, err := Acquire(os.Getenv("LEASE_PATH"), Owner{AttemptID: "fence-a", Agent: "writer"})
 	if err != nil {
@@ -165,7 +166,10 @@ func helperFence() error {
 	done := make(chan struct{})
 	go func() { waitStdinEOF(); close(done) }()
 	fmt.Printf("ready %d\n", os.Getpid())
-	reported := false
+	// After the fence it says so, and once fenceRounds more rounds (each
+	// of which would have written, were it not fenced) have run.
+	const fenceRounds = 50
+	reported, rounds := false, 0
 	for n := 0; ; {
 		select {
 		case <-done:
@@ -174,6 +178,8 @@ func helperFence() error {
 			if !reported {
 				reported = true
 				fmt.Printf("fenced %v\n", l.FenceErr())
+			} else if rounds++; rounds == fenceRounds {
+				fmt.Printf("%d rounds after the fence\n", rounds)
 			}
 		default:
 		}

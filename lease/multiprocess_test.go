@@ -384,8 +384,17 @@ func TestFencedHolderStopsWriting(t *testing.T) {
 		t.Errorf("A noticed the takeover only %v after resuming", latency)
 	}
 
+	// A goes on looping, fenced; it says when 50 more rounds, each of
+	// which would have written, have run (at least 100 ms).
 	after := size()
-	time.Sleep(4 * interval)
+	select {
+	case line := <-a.lines:
+		if line != "50 rounds after the fence" {
+			t.Fatalf("A said %q, want it to count its rounds after the fence", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("A did not run on after the fence within 10s")
+	}
 	if grown := size() - after; grown != 0 {
 		t.Errorf("A wrote %d more bytes after it was fenced", grown)
 	}

@@ -71,8 +71,11 @@ func TestAcquireSyncLater(t *testing.T) {
 	if _, err := Acquire(path, Owner{AttemptID: "att-3"}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a second holder while the record is unsynced: %v", err)
 	}
+	acquired := mustReadMeta(t, path).HeartbeatAt
 	l.StartHeartbeat(20 * time.Millisecond)
-	time.Sleep(50 * time.Millisecond) // beats replace the record meanwhile
+	eventually(t, "a beat published before the record is synced", func() bool {
+		return mustReadMeta(t, path).HeartbeatAt.After(acquired)
+	})
 	for range 2 {
 		if err := l.SyncRecord(); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/inkdev/ink/loop"
@@ -74,54 +75,53 @@ func TestCancelQueuedCallsNeverStart(t *testing.T) {
 
 func TestToolIgnoringCancelIsAbandonedAfterGrace(t *testing.T) {
 	t.Parallel()
-	rec := newRecorder()
-	release := make(chan struct{})
-	var s sink
-	opts := s.options(
-		twoTurns(t, call("read", "stubborn", 60000, "ignoreCtx: true"), call("read", "polite", 60000)),
-		&sleepTool{name: "read", safe: true, rec: rec, release: release},
-	)
-	opts.AbortGrace = 150 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ctx, stop := context.WithCancelCause(ctx)
-	cancelWhen(stop, errors.New("ctrl-c"), func() bool { return len(rec.started()) == 2 })
+	// The grace and the cancel run on the fake clock of a synctest bubble.
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		release := make(chan struct{})
+		var s sink
+		opts := s.options(
+			twoTurns(t, call("read", "stubborn", 60000, "ignoreCtx: true"), call("read", "polite", 60000)),
+			&sleepTool{name: "read", safe: true, rec: rec, release: release},
+		)
+		opts.AbortGrace = 150 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		ctx, stop := context.WithCancelCause(ctx)
+		cancelWhen(stop, errors.New("ctrl-c"), func() bool { return len(rec.started()) == 2 })
 
-	start := time.Now()
-	_, err := loop.Run(ctx, opts)
-	elapsed := time.Since(start)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if elapsed > 5*time.Second {
-		t.Errorf("Run took %v with a 150ms grace", elapsed)
-	}
-	rs := results(t, s.messages())
-	if len(rs) != 2 {
-		t.Fatalf("%d results, want 2", len(rs))
-	}
-	want := "tool read did not stop within 150ms of the interrupt; its result was abandoned (interrupted: ctrl-c)"
-	if !rs[0].IsError || rs[0].Content != want {
-		t.Errorf("stubborn result = %q, want %q", rs[0].Content, want)
-	}
-	if !rs[1].IsError || !strings.Contains(rs[1].Content, "polite stopped") || !strings.Contains(rs[1].Content, "interrupted: ctrl-c") {
-		t.Errorf("polite result = %q; want its own error plus the cause", rs[1].Content)
-	}
-
-	// The stubborn tool returns late: its result is dropped.
-	before := len(s.messages())
-	close(release)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if sp, _ := rec.get("stubborn"); !sp.end.IsZero() || time.Now().After(deadline) {
-			break
+		start := time.Now()
+		_, err := loop.Run(ctx, opts)
+		elapsed := time.Since(start)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if after := len(s.messages()); after != before {
-		t.Errorf("a late result was delivered after Run returned (%d -> %d messages)", before, after)
-	}
+		if elapsed > 5*time.Second {
+			t.Errorf("Run took %v with a 150ms grace", elapsed)
+		}
+		rs := results(t, s.messages())
+		if len(rs) != 2 {
+			t.Fatalf("%d results, want 2", len(rs))
+		}
+		want := "tool read did not stop within 150ms of the interrupt; its result was abandoned (interrupted: ctrl-c)"
+		if !rs[0].IsError || rs[0].Content != want {
+			t.Errorf("stubborn result = %q, want %q", rs[0].Content, want)
+		}
+		if !rs[1].IsError || !strings.Contains(rs[1].Content, "polite stopped") || !strings.Contains(rs[1].Content, "interrupted: ctrl-c") {
+			t.Errorf("polite result = %q; want its own error plus the cause", rs[1].Content)
+		}
+
+		// The stubborn tool returns late: its result is dropped.
+		before := len(s.messages())
+		close(release)
+		synctest.Wait() // every goroutine of the bubble has run to a stop
+		if sp, _ := rec.get("stubborn"); sp.end.IsZero() {
+			t.Fatal("the stubborn tool did not return once released")
+		}
+		if after := len(s.messages()); after != before {
+			t.Errorf("a late result was delivered after Run returned (%d -> %d messages)", before, after)
+		}
+	})
 }
 
 func TestDeadlineDuringModelCall(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/inkdev/ink/event"
@@ -30,6 +31,30 @@ import (
 // waitLong bounds every wait of a test: generous, so that a loaded machine
 // never fails a correct test, and finite, so that a broken one fails.
 const waitLong = 20 * time.Second
+
+// eventually waits, inside a synctest bubble and on its goroutine, until
+// cond holds: each round lets every goroutine of the bubble run until it
+// blocks, then lets the bubble's fake clock move on to its next timer. It
+// fails the test when cond does not hold within waitLong of fake time.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for synctest.Wait(); !cond(); synctest.Wait() {
+		if !time.Now().Before(deadline) {
+			t.Fatalf("not %s within %s", what, waitLong)
+		}
+		time.Sleep(time.Millisecond) // the bubble's clock: no real time passes
+	}
+}
+
+// settleAfter lets d pass on the bubble's fake clock and waits until every
+// goroutine of the bubble is blocked: whatever was due within d has
+// happened, and nothing else is under way. Call it from the bubble's
+// goroutine.
+func settleAfter(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
 
 // testBinding is the main agent's model in these tests; no model runs.
 var testBinding = model.Binding{Provider: "script", Model: "/ink-test/main.yaml"}

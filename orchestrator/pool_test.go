@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/inkdev/ink/ipc"
@@ -90,70 +91,62 @@ func testPool(t *testing.T, cap int, want *atomic.Int32) (*warmPool, *fakeStarte
 	return p, s, fresh
 }
 
-// eventuallyTrue polls cond with a generous bound.
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestPoolFillsAfterTheFirstLaunch: the pool starts nothing before its
 // first launch (which runs on a fresh worker), then holds one idle worker
 // per free slot up to its cap, and the next launch takes one of them.
 func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 	t.Parallel()
-	var want atomic.Int32
-	want.Store(8)
-	p, s, fresh := testPool(t, 3, &want)
-	if n := len(s.all()); n != 0 {
-		t.Fatalf("%d workers started before any launch", n)
-	}
-	if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main"}); err != nil {
-		t.Fatal(err)
-	}
-	if fresh.n.Load() != 1 {
-		t.Fatalf("the first launch did not start a fresh worker")
-	}
-	eventuallyTrue(t, "the pool holds 3 idle workers", func() bool { return p.idleCount() == 3 })
-	if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"}); err != nil {
-		t.Fatal(err)
-	}
-	if fresh.n.Load() != 1 {
-		t.Fatalf("a launch started a fresh worker although idle ones were ready")
-	}
-	first := s.all()[0]
-	if sp := first.ran.Load(); sp == nil || sp.Label != "main/1" {
-		t.Fatalf("the oldest idle worker did not get the attempt: %+v", sp)
-	}
-	eventuallyTrue(t, "the pool is refilled to 3", func() bool { return p.idleCount() == 3 && len(s.all()) == 4 })
+	synctest.Test(t, func(t *testing.T) {
+		var want atomic.Int32
+		want.Store(8)
+		p, s, fresh := testPool(t, 3, &want)
+		if n := len(s.all()); n != 0 {
+			t.Fatalf("%d workers started before any launch", n)
+		}
+		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		if fresh.n.Load() != 1 {
+			t.Fatalf("the first launch did not start a fresh worker")
+		}
+		eventually(t, "the pool holds 3 idle workers", func() bool { return p.idleCount() == 3 })
+		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"}); err != nil {
+			t.Fatal(err)
+		}
+		if fresh.n.Load() != 1 {
+			t.Fatalf("a launch started a fresh worker although idle ones were ready")
+		}
+		first := s.all()[0]
+		if sp := first.ran.Load(); sp == nil || sp.Label != "main/1" {
+			t.Fatalf("the oldest idle worker did not get the attempt: %+v", sp)
+		}
+		eventually(t, "the pool is refilled to 3", func() bool { return p.idleCount() == 3 && len(s.all()) == 4 })
+	})
 }
 
 // TestPoolFollowsTheWindow: the pool holds no more idle workers than the
 // window has free slots; when slots free up, it grows again.
 func TestPoolFollowsTheWindow(t *testing.T) {
 	t.Parallel()
-	var want atomic.Int32
-	want.Store(1)
-	p, s, _ := testPool(t, 4, &want)
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	eventuallyTrue(t, "one idle worker", func() bool { return p.idleCount() == 1 })
-	want.Store(0)
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	p.nudge()
-	// Both launches and their nudges are handled; with no free slot
-	// nothing more starts.
-	time.Sleep(20 * time.Millisecond)
-	if n := len(s.all()); n != 1 || p.idleCount() != 0 {
-		t.Fatalf("with a full window the pool started %d workers and holds %d", n, p.idleCount())
-	}
-	want.Store(2)
-	p.nudge()
-	eventuallyTrue(t, "two idle workers once two slots are free", func() bool { return p.idleCount() == 2 })
+	synctest.Test(t, func(t *testing.T) {
+		var want atomic.Int32
+		want.Store(1)
+		p, s, _ := testPool(t, 4, &want)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		eventually(t, "one idle worker", func() bool { return p.idleCount() == 1 })
+		want.Store(0)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		p.nudge()
+		// Both launches and their nudges are handled, the refill delay
+		// has passed: with no free slot nothing more started.
+		settleAfter(refillDelay)
+		if n := len(s.all()); n != 1 || p.idleCount() != 0 {
+			t.Fatalf("with a full window the pool started %d workers and holds %d", n, p.idleCount())
+		}
+		want.Store(2)
+		p.nudge()
+		eventually(t, "two idle workers once two slots are free", func() bool { return p.idleCount() == 2 })
+	})
 }
 
 // TestPoolSkipsLostWorkers: an idle worker that died, or whose attempt
@@ -161,46 +154,50 @@ func TestPoolFollowsTheWindow(t *testing.T) {
 // a fresh worker.
 func TestPoolSkipsLostWorkers(t *testing.T) {
 	t.Parallel()
-	var want atomic.Int32
-	want.Store(2)
-	p, s, fresh := testPool(t, 2, &want)
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	eventuallyTrue(t, "two idle workers", func() bool { return p.idleCount() == 2 })
-	ws := s.all()
-	ws[0].dead.Store(true)
-	ws[1].runErr = errors.New("connection reset")
-	want.Store(0) // no refill, so that the launch must go fresh
-	if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if !ws[0].discarded.Load() || !ws[1].discarded.Load() {
-		t.Fatalf("lost idle workers were not discarded")
-	}
-	if fresh.n.Load() != 2 {
-		t.Fatalf("the launch did not fall back to a fresh worker (%d fresh launches)", fresh.n.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var want atomic.Int32
+		want.Store(2)
+		p, s, fresh := testPool(t, 2, &want)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		eventually(t, "two idle workers", func() bool { return p.idleCount() == 2 })
+		ws := s.all()
+		ws[0].dead.Store(true)
+		ws[1].runErr = errors.New("connection reset")
+		want.Store(0) // no refill, so that the launch must go fresh
+		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if !ws[0].discarded.Load() || !ws[1].discarded.Load() {
+			t.Fatalf("lost idle workers were not discarded")
+		}
+		if fresh.n.Load() != 2 {
+			t.Fatalf("the launch did not fall back to a fresh worker (%d fresh launches)", fresh.n.Load())
+		}
+	})
 }
 
 // TestPoolStartFailureIsNotRetriedInALoop: a worker that cannot start is
 // not started again and again; each later launch tries once more.
 func TestPoolStartFailureIsNotRetriedInALoop(t *testing.T) {
 	t.Parallel()
-	var want atomic.Int32
-	want.Store(4)
-	s, fresh := &fakeStarter{fail: errors.New("no such binary")}, &countingLauncher{}
-	var tries atomic.Int32
-	counting := startFunc(func(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
-		tries.Add(1)
-		return s.StartIdle(ctx, inkHome, dir)
+	synctest.Test(t, func(t *testing.T) {
+		var want atomic.Int32
+		want.Store(4)
+		s, fresh := &fakeStarter{fail: errors.New("no such binary")}, &countingLauncher{}
+		var tries atomic.Int32
+		counting := startFunc(func(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
+			tries.Add(1)
+			return s.StartIdle(ctx, inkHome, dir)
+		})
+		p := newWarmPool(fresh, counting, "/home/ink", "/work", 4, func() int { return int(want.Load()) }, slog.New(slog.DiscardHandler))
+		t.Cleanup(p.close)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		eventually(t, "one start was tried", func() bool { return tries.Load() >= 1 })
+		settleAfter(10 * refillDelay)
+		if n := tries.Load(); n != 1 {
+			t.Fatalf("a failing start was tried %d times after one launch", n)
+		}
 	})
-	p := newWarmPool(fresh, counting, "/home/ink", "/work", 4, func() int { return int(want.Load()) }, slog.New(slog.DiscardHandler))
-	t.Cleanup(p.close)
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	eventuallyTrue(t, "one start was tried", func() bool { return tries.Load() >= 1 })
-	time.Sleep(20 * time.Millisecond)
-	if n := tries.Load(); n != 1 {
-		t.Fatalf("a failing start was tried %d times after one launch", n)
-	}
 }
 
 // startFunc adapts a function to ipc.IdleStarter.
@@ -214,23 +211,25 @@ func (f startFunc) StartIdle(ctx context.Context, inkHome, dir string) (ipc.Idle
 // launch after close starts a fresh worker.
 func TestPoolClose(t *testing.T) {
 	t.Parallel()
-	var want atomic.Int32
-	want.Store(3)
-	p, s, fresh := testPool(t, 3, &want)
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	eventuallyTrue(t, "three idle workers", func() bool { return p.idleCount() == 3 })
-	p.close()
-	for _, w := range s.all() {
-		if !w.discarded.Load() {
-			t.Fatalf("idle worker %d was not ended by close", w.id)
+	synctest.Test(t, func(t *testing.T) {
+		var want atomic.Int32
+		want.Store(3)
+		p, s, fresh := testPool(t, 3, &want)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		eventually(t, "three idle workers", func() bool { return p.idleCount() == 3 })
+		p.close()
+		for _, w := range s.all() {
+			if !w.discarded.Load() {
+				t.Fatalf("idle worker %d was not ended by close", w.id)
+			}
 		}
-	}
-	p.Launch(context.Background(), ipc.AttemptSpec{})
-	p.nudge()
-	if fresh.n.Load() != 2 || len(s.all()) != 3 || p.idleCount() != 0 {
-		t.Fatalf("after close: %d fresh launches, %d started, %d idle", fresh.n.Load(), len(s.all()), p.idleCount())
-	}
-	p.close() // idempotent
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		p.nudge()
+		if fresh.n.Load() != 2 || len(s.all()) != 3 || p.idleCount() != 0 {
+			t.Fatalf("after close: %d fresh launches, %d started, %d idle", fresh.n.Load(), len(s.all()), p.idleCount())
+		}
+		p.close() // idempotent
+	})
 }
 
 // TestPoolInTheSupervisor: with WarmWorkers the supervisor starts the main
@@ -239,61 +238,64 @@ func TestPoolClose(t *testing.T) {
 // when the run ends.
 func TestPoolInTheSupervisor(t *testing.T) {
 	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
-	var orc *Orchestrator
-	ready := make(chan struct{})
-	main := delegates(`{"prompt":"look around"}`)
-	store := newMemStore()
-	fl := newFakeLauncher(t, store, cast{
-		main: func(w *fakeWorker) {
-			<-ready
-			deadline := time.Now().Add(waitLong)
-			for orc.pool.idleCount() < 2 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-			main(w)
-		},
-		child: completes("found it", model.Usage{Input: 50, Output: 5}),
-	}.play)
-	s := &fakeStarter{home: home, dir: cwd}
-	s.prepare = func(f *fakeIdle) {
-		f.launch = func(spec ipc.AttemptSpec) (Worker, error) { return fl.Launch(context.Background(), spec) }
-	}
-	fresh := &freshCounter{fakeLauncher: fl}
-	var err error
-	orc, err = New(Config{
-		InkHome: home, Cwd: cwd, Binding: testBinding, HeartbeatInterval: 25 * time.Millisecond,
-		MaxDepth: 1, MaxParallel: 8, WarmWorkers: 2, Launcher: &poolLauncher{freshCounter: fresh, starter: s},
-		Store: store, Workspaces: newMemWorkspaces(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if orc.pool == nil {
-		t.Fatal("no warm pool although the launcher can start idle workers")
-	}
-	close(ready)
-	res, err := orc.Run(context.Background(), RunOptions{Prompt: "go"})
-	if err != nil || res.Status != StatusCompleted {
-		t.Fatalf("run: %+v %v", res, err)
-	}
-	if n := fresh.n.Load(); n != 1 {
-		t.Fatalf("%d fresh launches, want 1 (the main agent's)", n)
-	}
-	var ran []string
-	for _, w := range s.all() {
-		if sp := w.ran.Load(); sp != nil {
-			ran = append(ran, sp.Label)
-		} else if !w.discarded.Load() {
-			t.Fatalf("idle worker %d outlived the run", w.id)
+	synctest.Test(t, func(t *testing.T) {
+		home, cwd := t.TempDir(), t.TempDir()
+		var orc *Orchestrator
+		ready := make(chan struct{})
+		main := delegates(`{"prompt":"look around"}`)
+		store := newMemStore()
+		fl := newFakeLauncher(t, store, cast{
+			main: func(w *fakeWorker) {
+				<-ready
+				// The pool fills after the refill delay, on the bubble's
+				// clock.
+				for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 2 && time.Now().Before(deadline); {
+					time.Sleep(refillDelay)
+				}
+				main(w)
+			},
+			child: completes("found it", model.Usage{Input: 50, Output: 5}),
+		}.play)
+		s := &fakeStarter{home: home, dir: cwd}
+		s.prepare = func(f *fakeIdle) {
+			f.launch = func(spec ipc.AttemptSpec) (Worker, error) { return fl.Launch(context.Background(), spec) }
 		}
-	}
-	if len(ran) != 1 || ran[0] != "main/1" {
-		t.Fatalf("attempts run on idle workers: %v, want [main/1]", ran)
-	}
-	if n := len(s.all()); n > 3 {
-		t.Fatalf("the pool started %d workers for a run of one child with a cap of 2", n)
-	}
+		fresh := &freshCounter{fakeLauncher: fl}
+		var err error
+		orc, err = New(Config{
+			InkHome: home, Cwd: cwd, Binding: testBinding, HeartbeatInterval: 25 * time.Millisecond,
+			MaxDepth: 1, MaxParallel: 8, WarmWorkers: 2, Launcher: &poolLauncher{freshCounter: fresh, starter: s},
+			Store: store, Workspaces: newMemWorkspaces(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if orc.pool == nil {
+			t.Fatal("no warm pool although the launcher can start idle workers")
+		}
+		close(ready)
+		res, err := orc.Run(context.Background(), RunOptions{Prompt: "go"})
+		if err != nil || res.Status != StatusCompleted {
+			t.Fatalf("run: %+v %v", res, err)
+		}
+		if n := fresh.n.Load(); n != 1 {
+			t.Fatalf("%d fresh launches, want 1 (the main agent's)", n)
+		}
+		var ran []string
+		for _, w := range s.all() {
+			if sp := w.ran.Load(); sp != nil {
+				ran = append(ran, sp.Label)
+			} else if !w.discarded.Load() {
+				t.Fatalf("idle worker %d outlived the run", w.id)
+			}
+		}
+		if len(ran) != 1 || ran[0] != "main/1" {
+			t.Fatalf("attempts run on idle workers: %v, want [main/1]", ran)
+		}
+		if n := len(s.all()); n > 3 {
+			t.Fatalf("the pool started %d workers for a run of one child with a cap of 2", n)
+		}
+	})
 }
 
 // freshCounter counts the launches of fresh workers of a fake launcher.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/inkdev/ink/agents"
@@ -63,18 +64,20 @@ func TestChildToolsNarrowing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, note := o.childTools(main, tt.prof)
-			if got == nil || strings.Join(got, ",") != tt.want {
-				t.Fatalf("pool %#v, want %q", got, tt.want)
-			}
-			if len(tt.note) == 0 && note != "" {
-				t.Errorf("unexpected note %q", note)
-			}
-			for _, w := range tt.note {
-				if !strings.Contains(note, w) {
-					t.Errorf("note %q lacks %q", note, w)
+			synctest.Test(t, func(t *testing.T) {
+				got, note := o.childTools(main, tt.prof)
+				if got == nil || strings.Join(got, ",") != tt.want {
+					t.Fatalf("pool %#v, want %q", got, tt.want)
 				}
-			}
+				if len(tt.note) == 0 && note != "" {
+					t.Errorf("unexpected note %q", note)
+				}
+				for _, w := range tt.note {
+					if !strings.Contains(note, w) {
+						t.Errorf("note %q lacks %q", note, w)
+					}
+				}
+			})
 		})
 	}
 
@@ -91,29 +94,31 @@ func ptr[T any](v T) *T { return &v }
 // TestTimeoutPrecedence: call > profile timeout: > --task-timeout > default.
 func TestTimeoutPrecedence(t *testing.T) {
 	t.Parallel()
-	prof := parse(t, "timeout: 7")
-	call := int64(3000)
-	headless := newTestOrchestrator(t, Config{})
-	flag := newTestOrchestrator(t, Config{TaskTimeout: 42 * time.Second})
-	tty := newTestOrchestrator(t, Config{Interactive: true})
-	for _, c := range []struct {
-		name string
-		o    *Orchestrator
-		args TaskArgs
-		prof *agents.Profile
-		want time.Duration
-	}{
-		{"call beats profile", flag, TaskArgs{TimeoutMs: &call}, &prof, 3 * time.Second},
-		{"profile beats flag", flag, TaskArgs{}, &prof, 7 * time.Second},
-		{"flag without profile timeout", flag, TaskArgs{}, ptr(parse(t, "")), 42 * time.Second},
-		{"headless default", headless, TaskArgs{}, nil, DefaultHeadlessTimeout},
-		{"none on a terminal", tty, TaskArgs{}, nil, 0},
-		{"profile on a terminal", tty, TaskArgs{}, &prof, 7 * time.Second},
-	} {
-		if got := c.o.timeoutFor(c.args, c.prof); got != c.want {
-			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+	synctest.Test(t, func(t *testing.T) {
+		prof := parse(t, "timeout: 7")
+		call := int64(3000)
+		headless := newTestOrchestrator(t, Config{})
+		flag := newTestOrchestrator(t, Config{TaskTimeout: 42 * time.Second})
+		tty := newTestOrchestrator(t, Config{Interactive: true})
+		for _, c := range []struct {
+			name string
+			o    *Orchestrator
+			args TaskArgs
+			prof *agents.Profile
+			want time.Duration
+		}{
+			{"call beats profile", flag, TaskArgs{TimeoutMs: &call}, &prof, 3 * time.Second},
+			{"profile beats flag", flag, TaskArgs{}, &prof, 7 * time.Second},
+			{"flag without profile timeout", flag, TaskArgs{}, ptr(parse(t, "")), 42 * time.Second},
+			{"headless default", headless, TaskArgs{}, nil, DefaultHeadlessTimeout},
+			{"none on a terminal", tty, TaskArgs{}, nil, 0},
+			{"profile on a terminal", tty, TaskArgs{}, &prof, 7 * time.Second},
+		} {
+			if got := c.o.timeoutFor(c.args, c.prof); got != c.want {
+				t.Errorf("%s: %s, want %s", c.name, got, c.want)
+			}
 		}
-	}
+	})
 }
 
 // TestProfileBinding: a profile's model may name another provider than its
@@ -121,79 +126,83 @@ func TestTimeoutPrecedence(t *testing.T) {
 // must exist.
 func TestProfileBinding(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "other.yaml"), []byte("rules:\n  - reply: {text: x}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(modelLine string) agents.Profile {
-		p, err := agents.Parse(filepath.Join(dir, "x.md"), []byte("---\nname: x\ndescription: y\nmodel: "+modelLine+"\n---\n"))
-		if err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "other.yaml"), []byte("rules:\n  - reply: {text: x}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return p
-	}
-	parent := model.Binding{Provider: "script", Model: "/elsewhere/main.yaml"}
-	// profileBinding resolves against the profiles set (nil: none).
-	profileBinding := func(set *agents.Set, p agents.Profile, parent model.Binding) (model.Binding, string, error) {
-		o := newTestOrchestrator(t, Config{Profiles: fixedProfiles{set}})
-		return o.profileBinding(p, parent)
-	}
-	b, _, err := profileBinding(nil, mk("script:other.yaml"), parent)
-	if err != nil || b.Provider != "script" || b.Model != filepath.Join(dir, "other.yaml") {
-		t.Fatalf("binding %+v, %v; want script:%s", b, err, filepath.Join(dir, "other.yaml"))
-	}
-	if b, _, err := profileBinding(nil, mk("openai/gpt-5-mini"), parent); err != nil || b.Provider != "openai" || b.Model != "gpt-5-mini" {
-		t.Fatalf("another provider: %+v, %v", b, err)
-	}
-	if b, _, err := profileBinding(nil, mk("inherit"), parent); err != nil || b != parent {
-		t.Fatalf("inherit: %+v, %v", b, err)
-	}
-	_, _, err = profileBinding(nil, mk("script:missing.yaml"), parent)
-	if err == nil || !strings.Contains(err.Error(), "no such script file") || !strings.Contains(err.Error(), filepath.Join(dir, "x.md")) {
-		t.Fatalf("missing script: %v", err)
-	}
-	// A Claude alias under a script parent: the parent's model with a
-	// note, or what the user's alias file maps it to.
-	b, note, err := profileBinding(nil, mk("sonnet"), parent)
-	if err != nil || b != parent || !strings.Contains(note, "runs on its parent's model script:/elsewhere/main.yaml") {
-		t.Fatalf("a Claude alias under a script parent: %+v, %q, %v", b, note, err)
-	}
-	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, agents.ModelAliasesFile), []byte("aliases: {sonnet: script:other.yaml}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "other.yaml"), []byte("rules:\n  - reply: {text: x}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	set := agents.Load(agents.LoadOptions{InkHome: home})
-	b, note, err = profileBinding(set, mk("sonnet"), parent)
-	if err != nil || b.Provider != "script" || b.Model != filepath.Join(home, "other.yaml") || note != "" {
-		t.Fatalf("a mapped alias: %+v, %q, %v", b, note, err)
-	}
+		mk := func(modelLine string) agents.Profile {
+			p, err := agents.Parse(filepath.Join(dir, "x.md"), []byte("---\nname: x\ndescription: y\nmodel: "+modelLine+"\n---\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		parent := model.Binding{Provider: "script", Model: "/elsewhere/main.yaml"}
+		// profileBinding resolves against the profiles set (nil: none).
+		profileBinding := func(set *agents.Set, p agents.Profile, parent model.Binding) (model.Binding, string, error) {
+			o := newTestOrchestrator(t, Config{Profiles: fixedProfiles{set}})
+			return o.profileBinding(p, parent)
+		}
+		b, _, err := profileBinding(nil, mk("script:other.yaml"), parent)
+		if err != nil || b.Provider != "script" || b.Model != filepath.Join(dir, "other.yaml") {
+			t.Fatalf("binding %+v, %v; want script:%s", b, err, filepath.Join(dir, "other.yaml"))
+		}
+		if b, _, err := profileBinding(nil, mk("openai/gpt-5-mini"), parent); err != nil || b.Provider != "openai" || b.Model != "gpt-5-mini" {
+			t.Fatalf("another provider: %+v, %v", b, err)
+		}
+		if b, _, err := profileBinding(nil, mk("inherit"), parent); err != nil || b != parent {
+			t.Fatalf("inherit: %+v, %v", b, err)
+		}
+		_, _, err = profileBinding(nil, mk("script:missing.yaml"), parent)
+		if err == nil || !strings.Contains(err.Error(), "no such script file") || !strings.Contains(err.Error(), filepath.Join(dir, "x.md")) {
+			t.Fatalf("missing script: %v", err)
+		}
+		// A Claude alias under a script parent: the parent's model with a
+		// note, or what the user's alias file maps it to.
+		b, note, err := profileBinding(nil, mk("sonnet"), parent)
+		if err != nil || b != parent || !strings.Contains(note, "runs on its parent's model script:/elsewhere/main.yaml") {
+			t.Fatalf("a Claude alias under a script parent: %+v, %q, %v", b, note, err)
+		}
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, agents.ModelAliasesFile), []byte("aliases: {sonnet: script:other.yaml}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "other.yaml"), []byte("rules:\n  - reply: {text: x}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set := agents.Load(agents.LoadOptions{InkHome: home})
+		b, note, err = profileBinding(set, mk("sonnet"), parent)
+		if err != nil || b.Provider != "script" || b.Model != filepath.Join(home, "other.yaml") || note != "" {
+			t.Fatalf("a mapped alias: %+v, %q, %v", b, note, err)
+		}
+	})
 }
 
 // TestProfileLookupMessages: an unknown agent lists the available ones, or
 // says the project is untrusted and how to trust it.
 func TestProfileLookupMessages(t *testing.T) {
 	t.Parallel()
-	home, project := t.TempDir(), t.TempDir()
-	writeProfile(t, filepath.Join(home, "agents"), "scout", "finds code", "")
-	writeProfile(t, filepath.Join(project, ".ink", "agents"), "fixer", "fixes code", "")
-	trust, err := agents.LoadTrust(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := agents.Load(agents.LoadOptions{InkHome: home, ProjectRoot: project, Trust: trust})
-	o := newTestOrchestrator(t, Config{Profiles: fixedProfiles{set}})
-	if p, err := o.profile("scout"); err != nil || p.Name != "scout" {
-		t.Fatalf("scout: %+v, %v", p, err)
-	}
-	_, err = o.profile("fixer")
-	if err == nil || !strings.Contains(err.Error(), `unknown agent "fixer"; available agents: scout`) || !strings.Contains(err.Error(), "`ink trust "+project+"`") {
-		t.Fatalf("untrusted agent: %v", err)
-	}
-	none := newTestOrchestrator(t, Config{})
-	if _, err := none.profile("scout"); err == nil || !strings.Contains(err.Error(), "no agents are defined") {
-		t.Fatalf("no profiles: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		home, project := t.TempDir(), t.TempDir()
+		writeProfile(t, filepath.Join(home, "agents"), "scout", "finds code", "")
+		writeProfile(t, filepath.Join(project, ".ink", "agents"), "fixer", "fixes code", "")
+		trust, err := agents.LoadTrust(home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := agents.Load(agents.LoadOptions{InkHome: home, ProjectRoot: project, Trust: trust})
+		o := newTestOrchestrator(t, Config{Profiles: fixedProfiles{set}})
+		if p, err := o.profile("scout"); err != nil || p.Name != "scout" {
+			t.Fatalf("scout: %+v, %v", p, err)
+		}
+		_, err = o.profile("fixer")
+		if err == nil || !strings.Contains(err.Error(), `unknown agent "fixer"; available agents: scout`) || !strings.Contains(err.Error(), "`ink trust "+project+"`") {
+			t.Fatalf("untrusted agent: %v", err)
+		}
+		none := newTestOrchestrator(t, Config{})
+		if _, err := none.profile("scout"); err == nil || !strings.Contains(err.Error(), "no agents are defined") {
+			t.Fatalf("no profiles: %v", err)
+		}
+	})
 }

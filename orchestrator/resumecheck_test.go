@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/ipc"
@@ -241,101 +242,103 @@ func TestResumeRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			home := t.TempDir()
-			proj := filepath.Join(t.TempDir(), "proj")
-			if err := os.Mkdir(proj, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if p, err := filepath.EvalSymlinks(proj); err == nil {
-				proj = p
-			}
-			cfg := Config{}
-			if tc.launch != nil {
-				cfg = tc.launch(t, home, proj)
-			}
-			cfg.InkHome, cfg.Cwd, cfg.MaxDepth = home, proj, 1
-			args := tc.args
-			if args == "" {
-				args = `{"prompt":"job"}`
-			}
-			child := tc.child
-			if child == nil {
-				child = completes("done", model.Usage{Input: 3, Output: 1})
-			}
-			main := delegates(args)
-			if tc.mainDie {
-				// The main agent's worker dies before it records the
-				// child's result.
-				main = func(w *fakeWorker) {
-					if w.Start() && w.CallTasks(taskCallOf("call-1", args)) && w.Request("call-1", args) {
-						if _, ok := w.AwaitAnswer("call-1"); ok {
-							w.Die("SIGKILL")
+			synctest.Test(t, func(t *testing.T) {
+				home := t.TempDir()
+				proj := filepath.Join(t.TempDir(), "proj")
+				if err := os.Mkdir(proj, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if p, err := filepath.EvalSymlinks(proj); err == nil {
+					proj = p
+				}
+				cfg := Config{}
+				if tc.launch != nil {
+					cfg = tc.launch(t, home, proj)
+				}
+				cfg.InkHome, cfg.Cwd, cfg.MaxDepth = home, proj, 1
+				args := tc.args
+				if args == "" {
+					args = `{"prompt":"job"}`
+				}
+				child := tc.child
+				if child == nil {
+					child = completes("done", model.Usage{Input: 3, Output: 1})
+				}
+				main := delegates(args)
+				if tc.mainDie {
+					// The main agent's worker dies before it records the
+					// child's result.
+					main = func(w *fakeWorker) {
+						if w.Start() && w.CallTasks(taskCallOf("call-1", args)) && w.Request("call-1", args) {
+							if _, ok := w.AwaitAnswer("call-1"); ok {
+								w.Die("SIGKILL")
+							}
 						}
 					}
 				}
-			}
-			h := newHarness(t, cfg, cast{main: main, child: child}.play)
-			res := h.run(t, RunOptions{Prompt: "p"})
-			cw := h.l.byLabel("main/1")
-			if cw == nil {
-				t.Fatalf("no child launched: %s", h.rec.dump())
-			}
-			fx := fixture{h: h, main: res, child: cw.Spec, proj: proj}
-			if tc.mutate != nil {
-				tc.mutate(t, fx)
-			}
-			rcfg := Config{}
-			if tc.resume != nil {
-				rcfg = tc.resume(t, fx)
-			}
-			if rcfg.Profiles == nil {
-				rcfg.Profiles = cfg.Profiles
-			}
-			if rcfg.Cwd == "" {
-				rcfg.Cwd = proj
-			}
-			if rcfg.MaxDepth == 0 {
-				rcfg.MaxDepth = 1
-			}
-			rcfg.InkHome, rcfg.Workspaces = home, cfg.Workspaces
-			beforeHome, beforeProj, beforeStore := snapshot(t, home), snapshotIfDir(t, proj), h.store.snapshot()
+				h := newHarness(t, cfg, cast{main: main, child: child}.play)
+				res := h.run(t, RunOptions{Prompt: "p"})
+				cw := h.l.byLabel("main/1")
+				if cw == nil {
+					t.Fatalf("no child launched: %s", h.rec.dump())
+				}
+				fx := fixture{h: h, main: res, child: cw.Spec, proj: proj}
+				if tc.mutate != nil {
+					tc.mutate(t, fx)
+				}
+				rcfg := Config{}
+				if tc.resume != nil {
+					rcfg = tc.resume(t, fx)
+				}
+				if rcfg.Profiles == nil {
+					rcfg.Profiles = cfg.Profiles
+				}
+				if rcfg.Cwd == "" {
+					rcfg.Cwd = proj
+				}
+				if rcfg.MaxDepth == 0 {
+					rcfg.MaxDepth = 1
+				}
+				rcfg.InkHome, rcfg.Workspaces = home, cfg.Workspaces
+				beforeHome, beforeProj, beforeStore := snapshot(t, home), snapshotIfDir(t, proj), h.store.snapshot()
 
-			sh := newHarness(t, rcfg, func(w *fakeWorker) { t.Errorf("a worker started for a refused resume") })
-			got := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(cw.Spec.SessionID)}, Parent: res.SessionID})
-			if got.Status != StatusRejected || !got.IsError || got.ParentSession != "" {
-				t.Fatalf("resume = %+v", got)
-			}
-			c := got.Content
-			if !strings.HasPrefix(c, fmt.Sprintf("cannot resume child %q:\n- ", cw.Spec.SessionID)) || !strings.HasSuffix(c, "\nStart a new task instead.") {
-				t.Errorf("refusal is not in the documented form:\n%s", c)
-			}
-			var codes []string
-			for _, l := range strings.Split(c, "\n") {
-				if code, _, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": "); ok && strings.HasPrefix(l, "- ") {
-					codes = append(codes, code)
+				sh := newHarness(t, rcfg, func(w *fakeWorker) { t.Errorf("a worker started for a refused resume") })
+				got := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(cw.Spec.SessionID)}, Parent: res.SessionID})
+				if got.Status != StatusRejected || !got.IsError || got.ParentSession != "" {
+					t.Fatalf("resume = %+v", got)
 				}
-			}
-			for _, code := range tc.codes {
-				if !contains(codes, code) {
-					t.Errorf("refusal lacks code %s (has %v):\n%s", code, codes, c)
+				c := got.Content
+				if !strings.HasPrefix(c, fmt.Sprintf("cannot resume child %q:\n- ", cw.Spec.SessionID)) || !strings.HasSuffix(c, "\nStart a new task instead.") {
+					t.Errorf("refusal is not in the documented form:\n%s", c)
 				}
-			}
-			for _, code := range tc.notCodes {
-				if contains(codes, code) {
-					t.Errorf("refusal has code %s, which says the same thing again:\n%s", code, c)
+				var codes []string
+				for _, l := range strings.Split(c, "\n") {
+					if code, _, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": "); ok && strings.HasPrefix(l, "- ") {
+						codes = append(codes, code)
+					}
 				}
-			}
-			for _, w := range tc.want {
-				if strings.Contains(w, "%[1]s") {
-					w = fmt.Sprintf(w, proj)
+				for _, code := range tc.codes {
+					if !contains(codes, code) {
+						t.Errorf("refusal lacks code %s (has %v):\n%s", code, codes, c)
+					}
 				}
-				if !strings.Contains(c, w) {
-					t.Errorf("refusal lacks %q:\n%s", w, c)
+				for _, code := range tc.notCodes {
+					if contains(codes, code) {
+						t.Errorf("refusal has code %s, which says the same thing again:\n%s", code, c)
+					}
 				}
-			}
-			if !reflect.DeepEqual(snapshot(t, home), beforeHome) || !reflect.DeepEqual(snapshotIfDir(t, proj), beforeProj) || !reflect.DeepEqual(h.store.snapshot(), beforeStore) {
-				t.Error("a refused resume changed files")
-			}
+				for _, w := range tc.want {
+					if strings.Contains(w, "%[1]s") {
+						w = fmt.Sprintf(w, proj)
+					}
+					if !strings.Contains(c, w) {
+						t.Errorf("refusal lacks %q:\n%s", w, c)
+					}
+				}
+				if !reflect.DeepEqual(snapshot(t, home), beforeHome) || !reflect.DeepEqual(snapshotIfDir(t, proj), beforeProj) || !reflect.DeepEqual(h.store.snapshot(), beforeStore) {
+					t.Error("a refused resume changed files")
+				}
+			})
 		})
 	}
 }
@@ -381,35 +384,37 @@ func snapshotIfDir(t testing.TB, dir string) map[string]string {
 // a worker accepts the child.
 func TestResumeOfAnInconsistentHistory(t *testing.T) {
 	t.Parallel()
-	h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, completes("done", model.Usage{Input: 3, Output: 1}))
-	stray := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}
-	if err := h.store.append(child.Spec.Transcript, session.Entry{Message: &stray}); err != nil {
-		t.Fatal(err)
-	}
-	before := h.store.snapshot()
-	sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("again", model.Usage{}))
-	res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
-	want := "- malformed: the transcript " + child.Spec.Transcript + " cannot be continued: inconsistent beyond a crash tail: "
-	if res.Status != StatusRejected || res.ParentSession != "" || !strings.Contains(res.Content, want) || !strings.HasSuffix(res.Content, "\nStart a new task instead.") {
-		t.Fatalf("resume = %+v\nwant a refusal containing %q", res, want)
-	}
-	// Only the lease shows that a worker held it to read.
-	after := h.store.snapshot()
-	for p, v := range after {
-		if before[p] != v {
-			t.Errorf("a resume the worker refused changed %s", p)
+	synctest.Test(t, func(t *testing.T) {
+		h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, completes("done", model.Usage{Input: 3, Output: 1}))
+		stray := model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: "nosuchcall", ToolName: "read", Content: "x"}}}
+		if err := h.store.append(child.Spec.Transcript, session.Entry{Message: &stray}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("a resume the worker refused removed %s", p)
+		before := h.store.snapshot()
+		sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("again", model.Usage{}))
+		res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
+		want := "- malformed: the transcript " + child.Spec.Transcript + " cannot be continued: inconsistent beyond a crash tail: "
+		if res.Status != StatusRejected || res.ParentSession != "" || !strings.Contains(res.Content, want) || !strings.HasSuffix(res.Content, "\nStart a new task instead.") {
+			t.Fatalf("resume = %+v\nwant a refusal containing %q", res, want)
 		}
-	}
-	for _, e := range sh.rec.all() {
-		if e.Body.Kind() == "task.start" || e.Body.Kind() == "run.start" {
-			t.Errorf("a refused resume reported %s", e.Body.Kind())
+		// Only the lease shows that a worker held it to read.
+		after := h.store.snapshot()
+		for p, v := range after {
+			if before[p] != v {
+				t.Errorf("a resume the worker refused changed %s", p)
+			}
 		}
-	}
+		for p := range before {
+			if _, ok := after[p]; !ok {
+				t.Errorf("a resume the worker refused removed %s", p)
+			}
+		}
+		for _, e := range sh.rec.all() {
+			if e.Body.Kind() == "task.start" || e.Body.Kind() == "run.start" {
+				t.Errorf("a refused resume reported %s", e.Body.Kind())
+			}
+		}
+	})
 }
 
 // TestResumeRefusedByTheWorker: a resume that passed validation can still
@@ -418,28 +423,30 @@ func TestResumeOfAnInconsistentHistory(t *testing.T) {
 // transcript is not changed.
 func TestResumeRefusedByTheWorker(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		code         session.Code
-		reason, want string
-	}{
-		{session.CodeStillRunning, "lease on x held by pid 7", "- still-running: lease on x held by pid 7\nStart a new task instead."},
-		{session.CodeMalformed, "the transcript changed underneath", "- malformed: the transcript changed underneath\nStart a new task instead."},
-		{session.CodeHeaderChanged, "the transcript changed since it was validated", "- header-changed: the transcript changed since it was validated\nStart a new task instead."},
-	} {
-		h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
-		before := h.store.bytes(child.Spec.Transcript)
-		sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
-			w.Finish(ipc.Outcome{Status: StatusRefused, Code: tc.code, Reason: tc.reason})
-		})
-		res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
-		if res.Status != StatusRejected || !strings.HasPrefix(res.Content, fmt.Sprintf("cannot resume child %q:", child.Spec.SessionID)) || !strings.HasSuffix(res.Content, tc.want) {
-			t.Errorf("refusal = %q, want suffix %q", res.Content, tc.want)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			code         session.Code
+			reason, want string
+		}{
+			{session.CodeStillRunning, "lease on x held by pid 7", "- still-running: lease on x held by pid 7\nStart a new task instead."},
+			{session.CodeMalformed, "the transcript changed underneath", "- malformed: the transcript changed underneath\nStart a new task instead."},
+			{session.CodeHeaderChanged, "the transcript changed since it was validated", "- header-changed: the transcript changed since it was validated\nStart a new task instead."},
+		} {
+			h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
+			before := h.store.bytes(child.Spec.Transcript)
+			sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, func(w *fakeWorker) {
+				w.Finish(ipc.Outcome{Status: StatusRefused, Code: tc.code, Reason: tc.reason})
+			})
+			res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(child.Spec.SessionID)}, Parent: main.SessionID})
+			if res.Status != StatusRejected || !strings.HasPrefix(res.Content, fmt.Sprintf("cannot resume child %q:", child.Spec.SessionID)) || !strings.HasSuffix(res.Content, tc.want) {
+				t.Errorf("refusal = %q, want suffix %q", res.Content, tc.want)
+			}
+			if err := res.Record.Validate(); err != nil {
+				t.Errorf("the refusal's record does not validate: %v", err)
+			}
+			if after := h.store.bytes(child.Spec.Transcript); len(before) == 0 || !bytes.Equal(before, after) {
+				t.Error("the child's transcript changed")
+			}
 		}
-		if err := res.Record.Validate(); err != nil {
-			t.Errorf("the refusal's record does not validate: %v", err)
-		}
-		if after := h.store.bytes(child.Spec.Transcript); len(before) == 0 || !bytes.Equal(before, after) {
-			t.Error("the child's transcript changed")
-		}
-	}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
@@ -46,53 +47,55 @@ func sandboxOrchestrator(t *testing.T, cfg Config, ns sandbox.Namespaces, nsErr 
 // What the agent gets reaches its spec and its launch record.
 func TestSandboxForProfiles(t *testing.T) {
 	t.Parallel()
-	o, _ := sandboxOrchestrator(t, Config{}, sandbox.MountNamespace, nil)
-	edit := []string{"read", "edit", "bash"}
-	_, err := o.sandboxFor("main", "", edit, ptr(parse(t, "sandbox: danger-full-access")), o.cfg.Cwd)
-	if err == nil || !strings.Contains(err.Error(), "--sandbox danger-full-access") {
-		t.Fatalf("a wider profile: %v", err)
-	}
-	_, err = o.sandboxFor("main", "", edit, ptr(parse(t, "writable: /")), o.cfg.Cwd)
-	if err == nil || !strings.Contains(err.Error(), "outside the project") {
-		t.Fatalf("writable: /: %v", err)
-	}
-	reloaded := parse(t, "sandbox: read-only")
-	reloaded.Reloaded = true
-	_, err = o.sandboxFor("main", "", edit, &reloaded, o.cfg.Cwd)
-	if err == nil || !strings.Contains(err.Error(), "written while the run was going") {
-		t.Fatalf("a reloaded profile: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		o, _ := sandboxOrchestrator(t, Config{}, sandbox.MountNamespace, nil)
+		edit := []string{"read", "edit", "bash"}
+		_, err := o.sandboxFor("main", "", edit, ptr(parse(t, "sandbox: danger-full-access")), o.cfg.Cwd)
+		if err == nil || !strings.Contains(err.Error(), "--sandbox danger-full-access") {
+			t.Fatalf("a wider profile: %v", err)
+		}
+		_, err = o.sandboxFor("main", "", edit, ptr(parse(t, "writable: /")), o.cfg.Cwd)
+		if err == nil || !strings.Contains(err.Error(), "outside the project") {
+			t.Fatalf("writable: /: %v", err)
+		}
+		reloaded := parse(t, "sandbox: read-only")
+		reloaded.Reloaded = true
+		_, err = o.sandboxFor("main", "", edit, &reloaded, o.cfg.Cwd)
+		if err == nil || !strings.Contains(err.Error(), "written while the run was going") {
+			t.Fatalf("a reloaded profile: %v", err)
+		}
 
-	box, err := o.sandboxFor("main", "", edit, ptr(parse(t, "sandbox: read-only")), o.cfg.Cwd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec ipc.AttemptSpec
-	box.apply(&spec)
-	if spec.Sandbox != "read-only" || !spec.SandboxExplicit || spec.Network || !spec.NetworkExplicit {
-		t.Errorf("narrowed spec = %+v", spec)
-	}
-	box, err = o.sandboxFor("main", "", edit, nil, o.cfg.Cwd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec = ipc.AttemptSpec{}
-	box.apply(&spec)
-	if spec.Sandbox != "workspace-write" || spec.Network || spec.NetworkExplicit || spec.Namespaces != "mount" || spec.AllowGitWrites {
-		t.Errorf("default spec = %+v", spec)
-	}
-	if ref := box.ref(); ref.Network == nil || *ref.Network || ref.GitWrites {
-		t.Errorf("launch record = %+v, want the network recorded as not granted", ref)
-	}
-	box, err = o.sandboxFor("main", "", edit, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec = ipc.AttemptSpec{}
-	box.apply(&spec)
-	if spec.Namespaces != "" {
-		t.Errorf("a worktree child got the checkout's git mounts: %+v", spec)
-	}
+		box, err := o.sandboxFor("main", "", edit, ptr(parse(t, "sandbox: read-only")), o.cfg.Cwd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spec ipc.AttemptSpec
+		box.apply(&spec)
+		if spec.Sandbox != "read-only" || !spec.SandboxExplicit || spec.Network || !spec.NetworkExplicit {
+			t.Errorf("narrowed spec = %+v", spec)
+		}
+		box, err = o.sandboxFor("main", "", edit, nil, o.cfg.Cwd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec = ipc.AttemptSpec{}
+		box.apply(&spec)
+		if spec.Sandbox != "workspace-write" || spec.Network || spec.NetworkExplicit || spec.Namespaces != "mount" || spec.AllowGitWrites {
+			t.Errorf("default spec = %+v", spec)
+		}
+		if ref := box.ref(); ref.Network == nil || *ref.Network || ref.GitWrites {
+			t.Errorf("launch record = %+v, want the network recorded as not granted", ref)
+		}
+		box, err = o.sandboxFor("main", "", edit, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec = ipc.AttemptSpec{}
+		box.apply(&spec)
+		if spec.Namespaces != "" {
+			t.Errorf("a worktree child got the checkout's git mounts: %+v", spec)
+		}
+	})
 }
 
 // TestSandboxForWithoutNamespaces: where the git directory cannot be
@@ -100,36 +103,38 @@ func TestSandboxForProfiles(t *testing.T) {
 // an explicit one is refused, saying what to do.
 func TestSandboxForWithoutNamespaces(t *testing.T) {
 	t.Parallel()
-	unavailable := &sandbox.NamespacesUnavailableError{Tried: []string{"user namespace: operation not permitted"}, Hint: "enable them"}
-	o, warnings := sandboxOrchestrator(t, Config{}, sandbox.NoNamespaces, unavailable)
-	tools := []string{"edit", "bash"}
-	for i := 0; i < 2; i++ {
-		if _, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		unavailable := &sandbox.NamespacesUnavailableError{Tried: []string{"user namespace: operation not permitted"}, Hint: "enable them"}
+		o, warnings := sandboxOrchestrator(t, Config{}, sandbox.NoNamespaces, unavailable)
+		tools := []string{"edit", "bash"}
+		for i := 0; i < 2; i++ {
+			if _, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "bash may write the repository's git directory") {
-		t.Errorf("warnings = %q, want one about the git directory", w)
-	}
-	if _, err := o.sandboxFor("main", "", []string{"read", "bash"}, nil, o.cfg.Cwd); err != nil {
-		t.Fatalf("read-only needs no mount: %v", err)
-	}
+		if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "bash may write the repository's git directory") {
+			t.Errorf("warnings = %q, want one about the git directory", w)
+		}
+		if _, err := o.sandboxFor("main", "", []string{"read", "bash"}, nil, o.cfg.Cwd); err != nil {
+			t.Fatalf("read-only needs no mount: %v", err)
+		}
 
-	o, _ = sandboxOrchestrator(t, Config{Sandbox: sandbox.WorkspaceWrite}, sandbox.NoNamespaces, unavailable)
-	_, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd)
-	if err == nil || !strings.Contains(err.Error(), "operation not permitted") || !strings.Contains(err.Error(), "run without --sandbox workspace-write") {
-		t.Fatalf("explicit workspace-write without namespaces: %v", err)
-	}
-	if refusal := (*SandboxRefusal)(nil); !errors.As(err, &refusal) {
-		t.Errorf("the refusal is a %T, not a *SandboxRefusal (ink run exits 3 on those)", err)
-	}
+		o, _ = sandboxOrchestrator(t, Config{Sandbox: sandbox.WorkspaceWrite}, sandbox.NoNamespaces, unavailable)
+		_, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd)
+		if err == nil || !strings.Contains(err.Error(), "operation not permitted") || !strings.Contains(err.Error(), "run without --sandbox workspace-write") {
+			t.Fatalf("explicit workspace-write without namespaces: %v", err)
+		}
+		if refusal := (*SandboxRefusal)(nil); !errors.As(err, &refusal) {
+			t.Errorf("the refusal is a %T, not a *SandboxRefusal (ink run exits 3 on those)", err)
+		}
 
-	// A binary that cannot be started is not a namespace problem: the
-	// worker will fail to start with its own message.
-	o, warnings = sandboxOrchestrator(t, Config{Sandbox: sandbox.WorkspaceWrite}, sandbox.NoNamespaces, errors.New("probe: no such file"))
-	if _, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd); err != nil || len(warnings()) != 0 {
-		t.Fatalf("unstartable binary: %v, warnings %q", err, warnings())
-	}
+		// A binary that cannot be started is not a namespace problem: the
+		// worker will fail to start with its own message.
+		o, warnings = sandboxOrchestrator(t, Config{Sandbox: sandbox.WorkspaceWrite}, sandbox.NoNamespaces, errors.New("probe: no such file"))
+		if _, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd); err != nil || len(warnings()) != 0 {
+			t.Fatalf("unstartable binary: %v, warnings %q", err, warnings())
+		}
+	})
 }
 
 // TestSandboxDriftNetwork: a resume that would change the network or the
@@ -137,20 +142,22 @@ func TestSandboxForWithoutNamespaces(t *testing.T) {
 // network was recorded is not.
 func TestSandboxDriftNetwork(t *testing.T) {
 	t.Parallel()
-	no, yes := false, true
-	ww := sandbox.Decision{Requested: sandbox.WorkspaceWrite, Effective: sandbox.WorkspaceWrite}
-	now := bashSandbox{decision: ww}
-	if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &yes}, now); !strings.Contains(why, "resume it with --network") {
-		t.Errorf("network lost: %q", why)
-	}
-	online := bashSandbox{decision: ww, networkAsked: true}
-	if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &no}, online); !strings.Contains(why, "without --network") {
-		t.Errorf("network gained: %q", why)
-	}
-	if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write"}, online); why != "" {
-		t.Errorf("an old record drifted: %q", why)
-	}
-	if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &no, GitWrites: true}, now); !strings.Contains(why, "--allow-git-writes") {
-		t.Errorf("git writes lost: %q", why)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		no, yes := false, true
+		ww := sandbox.Decision{Requested: sandbox.WorkspaceWrite, Effective: sandbox.WorkspaceWrite}
+		now := bashSandbox{decision: ww}
+		if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &yes}, now); !strings.Contains(why, "resume it with --network") {
+			t.Errorf("network lost: %q", why)
+		}
+		online := bashSandbox{decision: ww, networkAsked: true}
+		if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &no}, online); !strings.Contains(why, "without --network") {
+			t.Errorf("network gained: %q", why)
+		}
+		if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write"}, online); why != "" {
+			t.Errorf("an old record drifted: %q", why)
+		}
+		if why := sandboxDrift(&session.SandboxRef{Mode: "workspace-write", Network: &no, GitWrites: true}, now); !strings.Contains(why, "--allow-git-writes") {
+			t.Errorf("git writes lost: %q", why)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/inkdev/ink/event"
@@ -135,80 +136,82 @@ func TestChildEndings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.cfg.MaxDepth = 1
-			h := newHarness(t, tc.cfg, cast{main: delegates(fmt.Sprintf(`{"prompt":%q}`, prompt)), child: tc.child}.play)
-			if tc.fail != nil {
-				h.l.fail = func(sp ipc.AttemptSpec) error {
-					if sp.Depth > 0 {
-						return tc.fail
+			synctest.Test(t, func(t *testing.T) {
+				tc.cfg.MaxDepth = 1
+				h := newHarness(t, tc.cfg, cast{main: delegates(fmt.Sprintf(`{"prompt":%q}`, prompt)), child: tc.child}.play)
+				if tc.fail != nil {
+					h.l.fail = func(sp ipc.AttemptSpec) error {
+						if sp.Depth > 0 {
+							return tc.fail
+						}
+						return nil
 					}
-					return nil
 				}
-			}
-			res := h.run(t, RunOptions{Prompt: "p"})
-			if res.Status != StatusCompleted {
-				t.Fatalf("the main agent ended %s: %s", res.Status, res.Reason)
-			}
-			a := h.l.byLabel("main").answer(t, "call-1")
-			end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
-			pid, path := 0, end.Transcript
-			if child := h.l.byLabel("main/1"); child != nil {
-				pid = child.Pid()
-			}
-			expand := func(s string) string {
-				if strings.Contains(s, "%[") {
-					return fmt.Sprintf(s, pid, path)
+				res := h.run(t, RunOptions{Prompt: "p"})
+				if res.Status != StatusCompleted {
+					t.Fatalf("the main agent ended %s: %s", res.Status, res.Reason)
 				}
-				return s
-			}
-			r := a.Record
-			if r == nil || r.Status != tc.status || end.Status != tc.status || a.IsError != tc.isError {
-				t.Fatalf("status %v / task.end %s / isError %v, want %s / %v\n%s", r, end.Status, a.IsError, tc.status, tc.isError, a.Content)
-			}
-			if reason := expand(tc.reason); !strings.HasPrefix(r.Reason, reason) || !strings.HasPrefix(end.Reason, reason) {
-				t.Errorf("reason %q (task.end %q), want %q", r.Reason, end.Reason, reason)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(a.Content, expand(w)) {
-					t.Errorf("result lacks %q:\n%s", expand(w), a.Content)
+				a := h.l.byLabel("main").answer(t, "call-1")
+				end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
+				pid, path := 0, end.Transcript
+				if child := h.l.byLabel("main/1"); child != nil {
+					pid = child.Pid()
 				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(a.Content, w) {
-					t.Errorf("result has %q:\n%s", w, a.Content)
+				expand := func(s string) string {
+					if strings.Contains(s, "%[") {
+						return fmt.Sprintf(s, pid, path)
+					}
+					return s
 				}
-			}
-			if err := r.Validate(); err != nil {
-				t.Errorf("TaskRecord does not validate: %v", err)
-			}
-			if r.Launched != tc.launched || r.Transcript == nil || r.Transcript.Present != tc.transcript {
-				t.Errorf("record launched=%v transcript=%+v, want launched=%v present=%v", r.Launched, r.Transcript, tc.launched, tc.transcript)
-			}
-			child := h.l.byLabel("main/1")
-			if tc.fail != nil {
-				if child != nil {
-					t.Fatal("a child worker ran though its launch failed")
+				r := a.Record
+				if r == nil || r.Status != tc.status || end.Status != tc.status || a.IsError != tc.isError {
+					t.Fatalf("status %v / task.end %s / isError %v, want %s / %v\n%s", r, end.Status, a.IsError, tc.status, tc.isError, a.Content)
 				}
-				if _, ok := firstIndex(h.rec.all(), is[event.TaskStart]("")); ok == nil {
-					t.Error("task.start for a child that never started")
+				if reason := expand(tc.reason); !strings.HasPrefix(r.Reason, reason) || !strings.HasPrefix(end.Reason, reason) {
+					t.Errorf("reason %q (task.end %q), want %q", r.Reason, end.Reason, reason)
 				}
-				return
-			}
-			var cancels []ipc.Cancel
-			for _, m := range child.hostMsgs() {
-				if c, ok := m.(ipc.Cancel); ok {
-					cancels = append(cancels, c)
+				for _, w := range tc.want {
+					if !strings.Contains(a.Content, expand(w)) {
+						t.Errorf("result lacks %q:\n%s", expand(w), a.Content)
+					}
 				}
-			}
-			switch {
-			case tc.cancel != nil && (len(cancels) != 1 || cancels[0] != *tc.cancel):
-				t.Errorf("cancels %v, want %v", cancels, *tc.cancel)
-			case tc.cancel == nil && tc.name != "hangs (its heartbeat stops)" && len(cancels) != 0:
-				t.Errorf("cancels %v, want none", cancels)
-			}
-			if _, k := child.ends(); (k > 0) != tc.killed {
-				t.Errorf("killed %d times, want killed=%v", k, tc.killed)
-			}
+				for _, w := range tc.notWant {
+					if strings.Contains(a.Content, w) {
+						t.Errorf("result has %q:\n%s", w, a.Content)
+					}
+				}
+				if err := r.Validate(); err != nil {
+					t.Errorf("TaskRecord does not validate: %v", err)
+				}
+				if r.Launched != tc.launched || r.Transcript == nil || r.Transcript.Present != tc.transcript {
+					t.Errorf("record launched=%v transcript=%+v, want launched=%v present=%v", r.Launched, r.Transcript, tc.launched, tc.transcript)
+				}
+				child := h.l.byLabel("main/1")
+				if tc.fail != nil {
+					if child != nil {
+						t.Fatal("a child worker ran though its launch failed")
+					}
+					if _, ok := firstIndex(h.rec.all(), is[event.TaskStart]("")); ok == nil {
+						t.Error("task.start for a child that never started")
+					}
+					return
+				}
+				var cancels []ipc.Cancel
+				for _, m := range child.hostMsgs() {
+					if c, ok := m.(ipc.Cancel); ok {
+						cancels = append(cancels, c)
+					}
+				}
+				switch {
+				case tc.cancel != nil && (len(cancels) != 1 || cancels[0] != *tc.cancel):
+					t.Errorf("cancels %v, want %v", cancels, *tc.cancel)
+				case tc.cancel == nil && tc.name != "hangs (its heartbeat stops)" && len(cancels) != 0:
+					t.Errorf("cancels %v, want none", cancels)
+				}
+				if _, k := child.ends(); (k > 0) != tc.killed {
+					t.Errorf("killed %d times, want killed=%v", k, tc.killed)
+				}
+			})
 		})
 	}
 }
@@ -217,34 +220,36 @@ func TestChildEndings(t *testing.T) {
 // with a warning naming its pid and cancelled as a crash.
 func TestHungWorkerIsNamed(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, Config{MaxDepth: 1, HeartbeatInterval: 20 * time.Millisecond, Grace: 50 * time.Millisecond}, cast{
-		main: delegates(`{"prompt":"stuck"}`),
-		child: func(w *fakeWorker) {
-			if w.StartHung() {
-				w.Hang() // not even the cancel is heard
-			}
-		},
-	}.play)
-	h.run(t, RunOptions{Prompt: "p"})
-	child := h.l.byLabel("main/1")
-	warn := h.rec.waitFor(t, "a hung warning", is[event.Warning]("main/1")).Body.(event.Warning)
-	if !regexp.MustCompile(fmt.Sprintf(`^worker pid %d is hung \(heartbeat [0-9.]+m?s ago\); cancelling it$`, child.Pid())).MatchString(warn.Text) {
-		t.Errorf("warning %q", warn.Text)
-	}
-	msgs := child.hostMsgs()
-	if len(msgs) != 1 {
-		t.Fatalf("host sent %v, want one Cancel", msgs)
-	}
-	if c, ok := msgs[0].(ipc.Cancel); !ok || c.Status != StatusCrash || !strings.HasPrefix(c.Reason, "the worker hung (no heartbeat for ") {
-		t.Errorf("cancel = %+v", msgs[0])
-	}
-	end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
-	if end.Status != StatusCrash || !strings.Contains(end.Reason, "so its process group was killed") {
-		t.Errorf("task.end %s %q", end.Status, end.Reason)
-	}
-	if _, k := child.ends(); k == 0 {
-		t.Error("the hung worker was not killed")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{MaxDepth: 1, HeartbeatInterval: 20 * time.Millisecond, Grace: 50 * time.Millisecond}, cast{
+			main: delegates(`{"prompt":"stuck"}`),
+			child: func(w *fakeWorker) {
+				if w.StartHung() {
+					w.Hang() // not even the cancel is heard
+				}
+			},
+		}.play)
+		h.run(t, RunOptions{Prompt: "p"})
+		child := h.l.byLabel("main/1")
+		warn := h.rec.waitFor(t, "a hung warning", is[event.Warning]("main/1")).Body.(event.Warning)
+		if !regexp.MustCompile(fmt.Sprintf(`^worker pid %d is hung \(heartbeat [0-9.]+m?s ago\); cancelling it$`, child.Pid())).MatchString(warn.Text) {
+			t.Errorf("warning %q", warn.Text)
+		}
+		msgs := child.hostMsgs()
+		if len(msgs) != 1 {
+			t.Fatalf("host sent %v, want one Cancel", msgs)
+		}
+		if c, ok := msgs[0].(ipc.Cancel); !ok || c.Status != StatusCrash || !strings.HasPrefix(c.Reason, "the worker hung (no heartbeat for ") {
+			t.Errorf("cancel = %+v", msgs[0])
+		}
+		end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
+		if end.Status != StatusCrash || !strings.Contains(end.Reason, "so its process group was killed") {
+			t.Errorf("task.end %s %q", end.Status, end.Reason)
+		}
+		if _, k := child.ends(); k == 0 {
+			t.Error("the hung worker was not killed")
+		}
+	})
 }
 
 // TestChildIsToldWhyItsParentStopped: when a parent's worker dies, its
@@ -252,34 +257,36 @@ func TestHungWorkerIsNamed(t *testing.T) {
 // user had cancelled it.
 func TestChildIsToldWhyItsParentStopped(t *testing.T) {
 	t.Parallel()
-	childUp := make(chan struct{})
-	h := newHarness(t, Config{MaxDepth: 1}, cast{
-		main: func(w *fakeWorker) {
-			if w.Start() && w.CallTasks(taskCallOf("call-1", `{"prompt":"x"}`)) && w.Request("call-1", `{"prompt":"x"}`) && w.Wait(childUp) {
-				w.Die("SIGSEGV")
-			}
-		},
-		child: func(w *fakeWorker) {
-			if !w.Start() {
-				return
-			}
-			close(childUp)
-			if c, ok := w.AwaitCancel(); ok {
-				w.Finish(ipc.Outcome{Status: c.Status, Reason: c.Reason})
-			}
-		},
-	}.play)
-	res := h.run(t, RunOptions{Prompt: "p"})
-	if res.Status != StatusCrash || !strings.HasSuffix(res.Reason, "was killed by signal SIGSEGV") {
-		t.Fatalf("run %s %q", res.Status, res.Reason)
-	}
-	c := h.l.byLabel("main/1").hostMsgs()
-	want := ipc.Cancel{Status: StatusAborted, Reason: "cancelled because its parent stopped: the parent worker died"}
-	if len(c) < 1 || c[0] != want {
-		t.Errorf("child got %v, want %v first", c, want)
-	}
-	end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
-	if end.Status != StatusAborted || end.Reason != want.Reason {
-		t.Errorf("task.end %s %q", end.Status, end.Reason)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		childUp := make(chan struct{})
+		h := newHarness(t, Config{MaxDepth: 1}, cast{
+			main: func(w *fakeWorker) {
+				if w.Start() && w.CallTasks(taskCallOf("call-1", `{"prompt":"x"}`)) && w.Request("call-1", `{"prompt":"x"}`) && w.Wait(childUp) {
+					w.Die("SIGSEGV")
+				}
+			},
+			child: func(w *fakeWorker) {
+				if !w.Start() {
+					return
+				}
+				close(childUp)
+				if c, ok := w.AwaitCancel(); ok {
+					w.Finish(ipc.Outcome{Status: c.Status, Reason: c.Reason})
+				}
+			},
+		}.play)
+		res := h.run(t, RunOptions{Prompt: "p"})
+		if res.Status != StatusCrash || !strings.HasSuffix(res.Reason, "was killed by signal SIGSEGV") {
+			t.Fatalf("run %s %q", res.Status, res.Reason)
+		}
+		c := h.l.byLabel("main/1").hostMsgs()
+		want := ipc.Cancel{Status: StatusAborted, Reason: "cancelled because its parent stopped: the parent worker died"}
+		if len(c) < 1 || c[0] != want {
+			t.Errorf("child got %v, want %v first", c, want)
+		}
+		end := h.rec.waitFor(t, "task.end", is[event.TaskEnd]("main/1")).Body.(event.TaskEnd)
+		if end.Status != StatusAborted || end.Reason != want.Reason {
+			t.Errorf("task.end %s %q", end.Status, end.Reason)
+		}
+	})
 }

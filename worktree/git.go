@@ -89,6 +89,10 @@ type gitCall struct {
 	// noRetry turns off the retry of transient failures, for a command
 	// that may have done part of its work before failing.
 	noRetry bool
+	// retrying, when set, is told of each transient failure before the
+	// pause that precedes its retry; it lets a test act on the moment a
+	// retry is due instead of guessing it with a clock.
+	retrying func(err error)
 }
 
 // exec runs the call and returns its standard output. A failure is a
@@ -101,6 +105,9 @@ func (c gitCall) exec(ctx context.Context) (string, error) {
 		out, err := c.once(ctx)
 		if err == nil || c.noRetry || c.stdout != nil || c.stdin != nil || attempt >= len(retryDelays) || !transient(err) {
 			return out, err
+		}
+		if c.retrying != nil {
+			c.retrying(err)
 		}
 		if !sleepCtx(ctx, jitter(retryDelays[attempt])) {
 			return out, err

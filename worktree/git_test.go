@@ -47,12 +47,18 @@ func TestRetryOutlastsAnotherGitsLock(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		os.Remove(lock)
-	}()
-	if _, err := run(ctx, root, "add", "README.md"); err != nil {
-		t.Fatalf("add with a lock released after 300ms: %v", err)
+	// The other git lets go once the add has met its lock.
+	met := 0
+	add := gitCall{dir: root, args: []string{"add", "README.md"}, retrying: func(err error) {
+		if met++; met == 1 {
+			os.Remove(lock)
+		}
+	}}
+	if _, err := add.exec(ctx); err != nil {
+		t.Fatalf("add with a lock released after its first try: %v", err)
+	}
+	if met != 1 {
+		t.Fatalf("the add met the lock %d times, want once", met)
 	}
 	if git(t, root, "diff", "--cached", "--name-only") != "README.md" {
 		t.Fatal("the retried add did not stage the file")

@@ -17,61 +17,51 @@ import (
 // that lists gitignored paths to copy into every new worktree.
 const includeFile = ".worktreeinclude"
 
-// planIncludes reads root/.worktreeinclude (one path or filepath.Match glob
-// per line, relative to the repository top; blank lines and # comments
-// ignored) and returns the slash-free relative paths of the files and
-// symlinks it names that git ignores in the main checkout. Tracked files are
-// left out because the worktree already has them at the baseline, and
-// untracked files that are not ignored are left out because copying them
-// would show up as the child's work. An entry that is absolute, climbs out
-// with "..", names .git, or reaches outside the repository through a symlink
-// is an error naming the line.
+// planIncludes reads root/.worktreeinclude, a list of patterns in
+// gitignore syntax (globs, "**", a trailing "/" for directories, "!" to
+// take back what an earlier line matched, # comments), and returns the
+// relative paths of the untracked files and symlinks it matches that git
+// ignores in the main checkout. git does the matching (ls-files --others
+// --ignored --exclude-from), so the file means what it would mean to git.
+// Tracked files are left out because the worktree already has them at the
+// baseline, and untracked files that are not ignored are left out because
+// copying them would show up as the child's work. A line that is an
+// absolute path, climbs out with "..", or names .git is an error naming the
+// line; a matched symlink that leads outside the repository is an error
+// naming it.
 func planIncludes(ctx context.Context, root string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(root, includeFile))
+	path := filepath.Join(root, includeFile)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", includeFile, err)
 	}
+	if err := checkIncludeLines(data); err != nil {
+		return nil, err
+	}
 	rootReal, err := realpath(root)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", root, err)
 	}
-	seen := map[string]bool{}
+	c := gitCall{dir: rootReal, read: true, args: []string{"ls-files", "-z", "--others", "--ignored", "--exclude-from=" + path}}
+	out, err := c.exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the files %s names: %w", includeFile, err)
+	}
 	var candidates []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		entry := strings.TrimSpace(sc.Text())
-		if entry == "" || strings.HasPrefix(entry, "#") {
+	for _, rel := range strings.Split(out, "\x00") {
+		if rel == "" {
 			continue
 		}
-		where := fmt.Sprintf("%s line %d (%q)", includeFile, n, entry)
-		if filepath.IsAbs(entry) {
-			return nil, fmt.Errorf("%s is an absolute path; list only paths inside the repository", where)
-		}
-		clean := filepath.Clean(entry)
-		if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-			return nil, fmt.Errorf("%s leads outside the repository; list only paths inside it", where)
-		}
-		if clean == ".git" || strings.HasPrefix(clean, ".git"+string(filepath.Separator)) {
-			return nil, fmt.Errorf("%s names git's own directory; remove that line", where)
-		}
-		matches, err := filepath.Glob(filepath.Join(rootReal, clean))
+		rel = filepath.FromSlash(rel)
+		ok, err := includable(rootReal, rel)
 		if err != nil {
-			return nil, fmt.Errorf("%s is not a valid pattern: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", includeFile, err)
 		}
-		for _, m := range matches {
-			files, err := includeWalk(rootReal, m)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", where, err)
-			}
-			for _, f := range files {
-				if !seen[f] {
-					seen[f] = true
-					candidates = append(candidates, f)
-				}
-			}
+		if ok {
+			candidates = append(candidates, rel)
 		}
 	}
 	if len(candidates) == 0 {
@@ -80,37 +70,59 @@ func planIncludes(ctx context.Context, root string) ([]string, error) {
 	return ignoredOnly(ctx, rootReal, candidates)
 }
 
-// includeWalk lists the files and symlinks at or below match, relative to
-// rootReal, refusing any symlink that resolves outside rootReal.
-func includeWalk(rootReal, match string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(match, func(p string, d fs.DirEntry, err error) error {
+// checkIncludeLines refuses a line of .worktreeinclude that could only be
+// meant to reach outside the repository or into git's own directory: an
+// absolute path, a path with "..", a path under .git.
+func checkIncludeLines(data []byte) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		entry := strings.TrimSpace(sc.Text())
+		if entry == "" || strings.HasPrefix(entry, "#") {
+			continue
+		}
+		where := fmt.Sprintf("%s line %d (%q)", includeFile, n, entry)
+		pattern := strings.TrimPrefix(entry, "!")
+		if filepath.IsAbs(pattern) {
+			return fmt.Errorf("%s is an absolute path; list only paths inside the repository, relative to its top", where)
+		}
+		clean := filepath.Clean(pattern)
+		if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s leads outside the repository; list only paths inside it", where)
+		}
+		if clean == ".git" || strings.HasPrefix(clean, ".git"+string(filepath.Separator)) {
+			return fmt.Errorf("%s names git's own directory; remove that line", where)
+		}
+	}
+	return nil
+}
+
+// includable reports whether rel, a path git listed under rootReal, is a
+// file or symlink to copy (a directory, such as a nested repository git
+// does not enter, is not); a symlink that resolves outside rootReal is an
+// error.
+func includable(rootReal, rel string) (bool, error) {
+	p := filepath.Join(rootReal, rel)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // gone since git listed it
+	}
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return err
+			return false, fmt.Errorf("symlink %s cannot be resolved: %w", rel, err)
 		}
-		rel, rerr := filepath.Rel(rootReal, p)
-		if rerr != nil || !isInside(p, rootReal) {
-			return fmt.Errorf("%s is outside the repository", p)
+		if !isInside(target, rootReal) {
+			return false, fmt.Errorf("symlink %s leads outside the repository (to %s); refusing to copy it", rel, target)
 		}
-		if rel == ".git" {
-			return fs.SkipDir
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return fmt.Errorf("symlink %s cannot be resolved: %w", rel, err)
-			}
-			if !isInside(target, rootReal) {
-				return fmt.Errorf("symlink %s leads outside the repository (to %s); refusing to copy it", rel, target)
-			}
-			out = append(out, rel)
-		case d.Type().IsRegular():
-			out = append(out, rel)
-		}
-		return nil
-	})
-	return out, err
+		return true, nil
+	case fi.Mode().IsRegular():
+		return true, nil
+	}
+	return false, nil
 }
 
 // ignoredOnly keeps the paths that git ignores in the checkout at root.

@@ -3,8 +3,10 @@ package worktree
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,6 +54,106 @@ func TestWorktreeIncludeCopiesIgnoredFiles(t *testing.T) {
 	if exists(rec.Path) {
 		t.Error("worktree directory left behind")
 	}
+}
+
+// TestWorktreeIncludeMatchesAsGitDoes: a .worktreeinclude with negations,
+// directory patterns and "**" copies exactly the files git itself says
+// the patterns match (asked by git status of a scratch repository whose
+// info/exclude holds them), less those the main checkout does not ignore.
+func TestWorktreeIncludeMatchesAsGitDoes(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t)
+	writeFile(t, root, ".gitignore", "*.log\n.env*\nbuild/\nsecrets/\ncache/\n")
+	git(t, root, "commit", "-qam", "ignore more")
+	include := `# env files, not the example
+.env*
+!.env.example
+# a directory pattern: everything under it
+secrets/
+# any depth, then taken back for one directory
+build/**/*.cfg
+!build/keep/*.cfg
+# logs, but not the debug log
+*.log
+!debug.log
+notes.txt
+`
+	writeFile(t, root, includeFile, include)
+	files := []string{".env", ".env.local", ".env.example", "app.log", "debug.log", "logs/deep/trace.log",
+		"build/a.cfg", "build/b.bin", "build/keep/x.cfg", "build/sub/y.cfg", "secrets/k1", "secrets/deep/k2",
+		"cache/big.bin", "notes.txt"}
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	git(t, filepath.Dir(scratch), "init", "-q", scratch)
+	for _, dir := range []string{root, scratch} {
+		for _, f := range files {
+			writeFile(t, dir, f, "content of "+f+"\n")
+		}
+		if err := os.Symlink("k1", filepath.Join(dir, "secrets", "link")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, scratch, ".git/info/exclude", include)
+
+	// git's answer: what the patterns match, and what the main checkout
+	// ignores; the files to copy are in both.
+	matched, ignored := ignoredByStatus(t, scratch), ignoredByStatus(t, root)
+	var want []string
+	for _, f := range matched {
+		if slices.Contains(ignored, f) {
+			want = append(want, f)
+		}
+	}
+	for _, f := range []string{".env", "secrets/deep/k2", "secrets/link", "build/sub/y.cfg", "logs/deep/trace.log"} {
+		if !slices.Contains(want, f) {
+			t.Fatalf("git does not match %s; the fixture is wrong (git says %v)", f, want)
+		}
+	}
+
+	rec := newWorktree(t, root, newInkHome(t), "inc-git")
+	var got []string
+	tracked := strings.Split(git(t, rec.Path, "ls-files"), "\n")
+	err := filepath.WalkDir(rec.Path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(rec.Path, p)
+		if rel == ".git" { // the worktree's link to its repository
+			return nil
+		}
+		if !d.IsDir() && !slices.Contains(tracked, filepath.ToSlash(rel)) {
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("copied into the worktree:\n  %v\ngit matches (and the checkout ignores):\n  %v", got, want)
+	}
+	for _, f := range []string{".env.example", "debug.log", "build/keep/x.cfg", "build/b.bin", "cache/big.bin", "notes.txt"} {
+		if slices.Contains(got, f) {
+			t.Errorf("%s was copied", f)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(rec.Path, "secrets", "link")); err != nil || target != "k1" {
+		t.Errorf("secrets/link in the worktree: %q, %v; want the symlink to k1", target, err)
+	}
+}
+
+// ignoredByStatus lists the files git status says are ignored in the
+// checkout at dir, one slash path per file.
+func ignoredByStatus(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range strings.Split(git(t, dir, "status", "--porcelain", "-z", "--ignored", "--untracked-files=all"), "\x00") {
+		if rel, ok := strings.CutPrefix(e, "!! "); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
 }
 
 func TestWorktreeIncludeRefusesEscapes(t *testing.T) {

@@ -177,3 +177,18 @@ func TestMaxTurnsNoAnswer(t *testing.T) {
 		t.Fatalf("TaskRecord capped %q, text present %v", rec.Capped, rec.TextPresent)
 	}
 }
+
+// TestBadTokenCountFlags: a --budget or --context-window that is not a
+// token count is refused before anything runs, saying what to give.
+func TestBadTokenCountFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", "rules:\n  - reply: {text: never}\n")
+	for _, args := range [][]string{{"--budget", "lots"}, {"--budget", "0"}, {"--context-window", "2000000M"}, {"--context-window", "nan"}} {
+		p, code := e.run(append(append([]string{"run"}, args...), "--model", "script:"+script, "go")...)
+		want := args[0] + ` "` + args[1] + `" is not a token count; give a positive number such as 1500, 200k or 2M`
+		if code != exitUsage || !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("ink run %v: exit %d, stderr %q; want %d and %q", args, code, p.stderr.String(), exitUsage, want)
+		}
+	}
+}

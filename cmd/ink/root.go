@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -357,19 +356,12 @@ func survivePipeClose() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
-// parseTokens reads a token count as people write it: 1500, 200k, 2M.
+// parseTokens reads the token count of flag (model.ParseTokens): 1500,
+// 200k, 2M.
 func parseTokens(flag, s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1_000, strings.TrimSuffix(t, "k")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1_000_000, strings.TrimSuffix(t, "m")
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 || f*float64(mult) > 1e15 {
+	n, ok := model.ParseTokens(s)
+	if !ok {
 		return 0, usageErr("%s %q is not a token count; give a positive number such as 1500, 200k or 2M", flag, s)
 	}
-	return int64(f * float64(mult)), nil
+	return n, nil
 }
