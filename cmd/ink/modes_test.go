@@ -581,18 +581,23 @@ var modeScenarios = []scenario{
 		waitFor(t, p, func(ev map[string]any) bool {
 			return ev["type"] == "tool.start" && ev["agent"] == "main/1" && strings.Contains(fmt.Sprint(ev["args"]), "while")
 		})
+		// The main agent's row shows the same count: the child's own row
+		// is the one that must.
 		want := int64(100_000 - 1_100 - 2_200 - 2)
-		line := fmt.Sprintf("budget %s of %s left", orchestrator.CompactTokens(want), orchestrator.CompactTokens(100_000))
-		var shown string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			sp, _ := e.run("status")
-			shown = sp.stdout.String()
-			if strings.Contains(shown, line) {
-				break
+		var child map[string]any
+		for deadline := time.Now().Add(20 * time.Second); child == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			for _, row := range e.jsonLines(0, "status", "--json") {
+				if b, _ := row["budget"].(map[string]any); row["agent"] == "main/1" && b != nil && int64(num(b, "remaining")) == want && num(b, "limit") == 100_000 {
+					child = row
+				}
 			}
 		}
-		if !strings.Contains(shown, line) {
-			t.Errorf("ink status never showed the child with %q:\n%s", line, shown)
+		if child == nil {
+			t.Errorf("ink status --json never showed the child main/1 with %d of 100000 left: %v", want, e.jsonLines(0, "status", "--json"))
+		}
+		line := fmt.Sprintf("budget %s of %s left", orchestrator.CompactTokens(want), orchestrator.CompactTokens(100_000))
+		if sp, _ := e.run("status"); strings.Count(sp.stdout.String(), line) != 2 {
+			t.Errorf("ink status shows %q %d times, want for the main agent and its child:\n%s", line, strings.Count(sp.stdout.String(), line), sp.stdout.String())
 		}
 		if err := os.WriteFile(release, nil, 0o644); err != nil {
 			t.Fatal(err)
