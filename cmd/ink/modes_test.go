@@ -613,7 +613,7 @@ var modeScenarios = []scenario{
 	{name: "worktree", modes: []mode{modeWorktree, modeExec}, run: func(t *testing.T, e *env, m mode) int {
 		before := e.wtMainState()
 		script := e.wtOutside("s.yaml", wtBashChild(probe(t, e, m, "wt")+"; echo new > new.txt && git add new.txt && git commit -qm child-commit && "+
-			"echo changed >> a.txt && rm gone.txt && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && echo scratch > scratch.txt"))
+			"echo changed >> a.txt && rm gone.txt && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && echo scratch > scratch.txt && echo staged > staged.txt && git add staged.txt"))
 		p, code := e.run(append(append([]string{"task"}, m.taskFlags(e)...), "--model", "script:"+script, "edit in a worktree")...)
 		if code != 0 {
 			t.Fatalf("ink task exited %d\nstderr:\n%s", code, p.stderr.String())
@@ -628,6 +628,11 @@ var modeScenarios = []scenario{
 		}
 		if fi, err := os.Stat(filepath.Join(w.Path, "run.sh")); err != nil || fi.Mode().Perm()&0o111 == 0 {
 			t.Errorf("run.sh lost its executable bit: %v %v", fi, err)
+		}
+		// What the child staged is staged in the worktree on the
+		// supervisor's disk, and only that.
+		if staged := e.wtGitIn(w.Path, "diff", "--cached", "--name-status"); staged != "A\tstaged.txt" {
+			t.Errorf("staged in the worktree: %q, want the child's staged.txt", staged)
 		}
 		if log := e.wtGit("log", "--format=%s", w.Branch); !strings.HasPrefix(log, "child-commit\n") {
 			t.Errorf("%s: %q, want the child's commit on top", w.Branch, log)
