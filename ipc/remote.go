@@ -131,7 +131,7 @@ func StartExec(ctx context.Context, cfg ExecConfig) (*RemoteClient, error) {
 	}()
 	fail := func(err error) (*RemoteClient, error) {
 		_, _ = stdin.Close(), stdout.Close()
-		c.killGroup()
+		c.killSession()
 		<-c.exited
 		return nil, err
 	}
@@ -285,13 +285,13 @@ func (c *RemoteClient) Done() <-chan struct{} { return c.exited }
 
 // Shutdown ends a worker whose work is done: it closes the connection, so
 // the worker sees its host gone and exits once no attempt runs, and waits
-// up to shutdownWait for the command to exit before it kills the
-// command's process group. It blocks until the command is gone and is
+// up to shutdownWait for the command to exit before it kills every
+// process of the command's session. It blocks until the command is gone and is
 // idempotent.
 func (c *RemoteClient) Shutdown() { c.stop(false) }
 
-// Kill closes the connection and SIGKILLs the launch command's process
-// group at once. A remote worker (beyond ssh, in a container) sees its
+// Kill closes the connection and SIGKILLs every process of the launch
+// command's session at once. A remote worker (beyond ssh, in a container) sees its
 // stream end and stops as a worker whose host is lost does. Kill blocks
 // until the command is gone and is idempotent.
 func (c *RemoteClient) Kill() { c.stop(true) }
@@ -307,16 +307,16 @@ func (c *RemoteClient) stop(now bool) {
 			case <-time.After(shutdownWait):
 			}
 		}
-		c.killGroup()
+		c.killSession()
 		<-c.exited
 	})
 }
 
-// killGroup SIGKILLs the launch command's process group.
-func (c *RemoteClient) killGroup() {
-	if pid := c.cmd.Process.Pid; pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
+// killSession SIGKILLs every process of the launch command's session
+// (killSession): the command leads a session of its own, and what it
+// started through sh -c or unshare may have left its process group.
+func (c *RemoteClient) killSession() {
+	killSession(c.cmd.Process.Pid)
 }
 
 // streamConn is a net.Conn over a reader and a writer (a process's pipes).

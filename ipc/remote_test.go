@@ -160,6 +160,46 @@ func TestExecKill(t *testing.T) {
 	}
 }
 
+// TestExecKillsTheSession: Kill ends every process of the launch
+// command's session, also those in process groups of their own (as sh
+// with job control, unshare or a wrapper leaves them), by pid; a process
+// that left the session is not touched.
+func TestExecKillsTheSession(t *testing.T) {
+	t.Parallel()
+	cfg, _ := execWorker(t, "remote-worker")
+	dir := t.TempDir()
+	stray, away := filepath.Join(dir, "stray.pid"), filepath.Join(dir, "away.pid")
+	// bash's job control (set -m) puts the background sleep in a process
+	// group of its own, in the command's session; setsid's sleep leaves
+	// the session.
+	cfg.Command = fmt.Sprintf("bash -c 'set -m; sleep 300 & echo $! > %s'; setsid sleep 300 & echo $! > %s; %s", stray, away, cfg.Command)
+	c, err := StartExec(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strayPid, awayPid := readPid(stray), readPid(away)
+	t.Cleanup(func() {
+		for _, pid := range []int{strayPid, awayPid} {
+			if pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if strayPid <= 0 || awayPid <= 0 {
+		t.Fatalf("the command's sleeps did not start (%d, %d)", strayPid, awayPid)
+	}
+	if pgid, sid := procGroupAndSession(strayPid); pgid == c.Pid() || sid != c.Pid() {
+		t.Fatalf("the stray sleep is in group %d of session %d; want a group of its own in session %d", pgid, sid, c.Pid())
+	}
+	c.Kill()
+	if alive(strayPid) {
+		t.Errorf("the stray process %d of the command's session still runs after Kill", strayPid)
+	}
+	if !alive(awayPid) {
+		t.Errorf("the process %d that left the command's session was killed", awayPid)
+	}
+}
+
 // TestExecHostLost: a worker beyond the command's process group (as one
 // behind ssh or in a container is) sees its host gone when the stream
 // closes mid-attempt: its attempt's context ends, stray output after that

@@ -215,6 +215,69 @@ func sessionGroups(sid int) []int {
 	return groups
 }
 
+// maxKillRounds bounds how often killSession looks for the session's
+// processes again: a process may fork between a look and its kill.
+const maxKillRounds = 20
+
+// killSession SIGKILLs every process of session sid by its pid, found by
+// its session id in /proc, and looks again until none is left (zombies,
+// already dead, are not counted): a launch command leads a session of its
+// own, and what it runs through sh -c, unshare or a wrapper may sit in
+// process groups of its own that killing the command's group would miss.
+// A process that left the session (setsid, as a worker behind ssh is) is
+// not touched. Nothing is found by name. Where there is no /proc only the
+// session leader's group is killed.
+func killSession(sid int) {
+	if sid <= 0 {
+		return
+	}
+	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	for range maxKillRounds {
+		pids := sessionMembers(sid)
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// sessionMembers returns the live (not zombie) processes of session sid,
+// read from /proc (none where there is no /proc). The kernel does not
+// reuse a pid while it still names a session, so sid cannot have come to
+// mean another session while one of its processes lives.
+func sessionMembers(sid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the parenthesised command name: state ppid pgrp session ...
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 4 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if sess, err := strconv.Atoi(f[3]); err == nil && sess == sid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // stderrTailLines is how many of the worker's last stderr lines an error
 // message quotes.
 const stderrTailLines = 8

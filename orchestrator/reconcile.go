@@ -14,7 +14,9 @@ import (
 // died, that entry's status, reason, turns, usage and final text are the
 // attempt's; otherwise the turns and usage are counted from the assistant
 // messages written since the attempt started (usage marked incomplete: the
-// turn in flight is not counted). A result that came with its outcome, or
+// turn in flight is not counted); so are they when the end entry is one
+// the supervisor wrote for a worker it lost, which counts none. A result
+// that came with its outcome, or
 // whose worker never started, is returned as it is. (A worker reports its
 // lease's fencing epoch, at least 1, with every outcome it sends after
 // taking the lease; a result without one never got that outcome.)
@@ -47,6 +49,14 @@ func (o *Orchestrator) fromTranscript(res attemptResult, path string) attemptRes
 			}
 			if a.Usage != nil {
 				res.Usage = *a.Usage
+			} else if a.Turns == 0 && turns > 0 {
+				// An end the supervisor wrote for a worker it lost (a
+				// remote one's, session.LostEnd) knows nothing of the
+				// attempt's turns: they are counted as for a worker that
+				// wrote no end.
+				res.Turns = turns
+				usage.Incomplete = true
+				res.Usage = usage
 			}
 			if a.Capped != "" {
 				res.Capped = a.Capped

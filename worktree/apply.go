@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -239,7 +240,7 @@ func (a *applier) apply() (Applied, error) {
 		}
 		return Applied{}, refuse(RefusedMalformed, "", "git refuses its objects: %s", msg)
 	}
-	tip, err := a.check(snap, applied)
+	tip, staged, err := a.check(snap, applied)
 	if err != nil {
 		return Applied{}, err
 	}
@@ -247,7 +248,7 @@ func (a *applier) apply() (Applied, error) {
 		return Applied{}, fmt.Errorf("store the snapshot's objects: %w", err)
 	}
 	a.quarantine = nil
-	if err := a.checkout(applied, snap, tip); err != nil {
+	if err := a.checkout(applied, snap, tip, staged); err != nil {
 		return Applied{}, err
 	}
 	return Applied{Snapshot: snap, Branch: tip, Changed: true}, nil
@@ -262,41 +263,57 @@ func gitStderr(err error) string {
 	return err.Error()
 }
 
-// check verifies the quarantined snapshot snap: a commit with one parent
-// (the worker's HEAD, returned) that descends from the baseline, complete,
-// and whose tree and HEAD's tree hold only what may reach disk.
-func (a *applier) check(snap, applied string) (string, error) {
+// parents lists the parents of commit rev.
+func (a *applier) parents(rev string) ([]string, error) {
+	c := a.call("rev-parse", rev+"^@")
+	c.read = true
+	out, err := c.exec(a.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lines(out), nil
+}
+
+// check verifies the quarantined snapshot snap: a commit whose first
+// parent (the worker's HEAD, returned as tip) descends from the baseline
+// and whose second, if it has one, is an index commit on that HEAD
+// (returned as staged); complete; and whose tree, HEAD's tree and the
+// index's hold only what may reach disk.
+func (a *applier) check(snap, applied string) (tip, staged string, err error) {
 	ctx, rec := a.ctx, a.rec
 	if got, ok := a.commit(snap); !ok || got != snap {
-		return "", refuse(RefusedMalformed, "", "its ref names %s, which is not a commit it carries", ShortSHA(snap))
+		return "", "", refuse(RefusedMalformed, "", "its ref names %s, which is not a commit it carries", ShortSHA(snap))
 	}
-	c := a.call("rev-parse", snap+"^@")
-	c.read = true
-	out, err := c.exec(ctx)
+	parents, err := a.parents(snap)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	parents := lines(out)
-	if len(parents) != 1 {
-		return "", refuse(RefusedNotDescendant, "", "the snapshot commit has %d parents; a snapshot has exactly one, the worker's HEAD", len(parents))
+	if len(parents) != 1 && len(parents) != 2 {
+		return "", "", refuse(RefusedNotDescendant, "", "the snapshot commit has %d parents; a snapshot has the worker's HEAD and, when something was staged, its index commit", len(parents))
 	}
-	tip := parents[0]
-	c = a.call("rev-list", "--objects", "--quiet", snap, "--not", "--all")
+	tip = parents[0]
+	if len(parents) == 2 {
+		staged = parents[1]
+		if up, err := a.parents(staged); err != nil || len(up) != 1 || up[0] != tip {
+			return "", "", refuse(RefusedNotDescendant, "", "the snapshot's second parent %s is not an index commit on the worker's HEAD %s", ShortSHA(staged), ShortSHA(tip))
+		}
+	}
+	c := a.call("rev-list", "--objects", "--quiet", snap, "--not", "--all")
 	c.read = true
 	if _, err := c.exec(ctx); err != nil {
-		return "", refuse(RefusedMalformed, "", "it is not complete: %s", strings.TrimSpace(gitStderr(err)))
+		return "", "", refuse(RefusedMalformed, "", "it is not complete: %s", strings.TrimSpace(gitStderr(err)))
 	}
 	c = a.call("merge-base", "--is-ancestor", rec.Baseline, tip)
 	c.read = true
 	if _, err := c.exec(ctx); err != nil {
 		if exitCode(err) == 1 {
-			return "", refuse(RefusedNotDescendant, "", "the worker's HEAD %s does not descend from the worktree's baseline %s", ShortSHA(tip), ShortSHA(rec.Baseline))
+			return "", "", refuse(RefusedNotDescendant, "", "the worker's HEAD %s does not descend from the worktree's baseline %s", ShortSHA(tip), ShortSHA(rec.Baseline))
 		}
-		return "", err
+		return "", "", err
 	}
 	oldTip, ok := a.commit("refs/heads/" + rec.Branch)
 	if !ok {
-		return "", fmt.Errorf("the branch %s is gone from the worktree's git directory", rec.Branch)
+		return "", "", fmt.Errorf("the branch %s is gone from the worktree's git directory", rec.Branch)
 	}
 	// What the worktree holds (applied) and what its branch holds (oldTip)
 	// passed these checks before, or came from the supervisor itself:
@@ -304,32 +321,46 @@ func (a *applier) check(snap, applied string) (string, error) {
 	for _, d := range [][2]string{{applied, snap}, {oldTip, tip}} {
 		changed, err := diffTree(ctx, a.call(), d[0], d[1])
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if len(changed) > a.opts.MaxFiles {
-			return "", refuse(RefusedTooLarge, "", "it adds or changes %d files, more than %d", len(changed), a.opts.MaxFiles)
+			return "", "", refuse(RefusedTooLarge, "", "it adds or changes %d files, more than %d", len(changed), a.opts.MaxFiles)
 		}
 		if err := checkEntries(changed); err != nil {
-			return "", err
+			return "", "", err
 		}
 		if d[1] == snap {
 			sizes, err := objectSizes(ctx, a.call(), changed)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			var write int64
 			for _, e := range changed {
 				write += sizes[e.sha]
 			}
 			if write > a.opts.MaxWriteBytes {
-				return "", refuse(RefusedTooLarge, "", "it would write %d bytes of files, more than %d", write, a.opts.MaxWriteBytes)
+				return "", "", refuse(RefusedTooLarge, "", "it would write %d bytes of files, more than %d", write, a.opts.MaxWriteBytes)
 			}
 		}
 		if err := a.checkLinks(changed, d[1]); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return tip, nil
+	if staged != "" {
+		// The index is never written to disk as files, but a later
+		// checkout of it would be: its paths are checked as the tree's.
+		changed, err := diffTree(ctx, a.call(), tip, staged)
+		if err != nil {
+			return "", "", err
+		}
+		if len(changed) > a.opts.MaxFiles {
+			return "", "", refuse(RefusedTooLarge, "", "its index adds or changes %d files, more than %d", len(changed), a.opts.MaxFiles)
+		}
+		if err := checkEntries(changed); err != nil {
+			return "", "", err
+		}
+	}
+	return tip, staged, nil
 }
 
 // accept moves the quarantined packs into the worktree's git directory,
@@ -378,10 +409,10 @@ func (a *applier) accept(q string) error {
 // checkout makes the worktree hold snap: the index is set to what the
 // worktree holds (applied), so that `read-tree --reset -u` removes the
 // files the worker deleted; then the branch moves to tip, the index to
-// the branch, and refs/ink/applied to snap, last, so that an apply cut
-// short is done again in full. A failure puts the index back at the
-// branch.
-func (a *applier) checkout(applied, snap, tip string) (err error) {
+// what the worker had staged (staged, else the branch), and
+// refs/ink/applied to snap, last, so that an apply cut short is done
+// again in full. A failure puts the index back at the branch.
+func (a *applier) checkout(applied, snap, tip, staged string) (err error) {
 	ctx, l, rec := a.ctx, a.l, a.rec
 	old, ok := a.commit("refs/heads/" + rec.Branch)
 	if !ok {
@@ -412,7 +443,7 @@ func (a *applier) checkout(applied, snap, tip string) (err error) {
 		{"read-tree", "-m", applied},
 		{"read-tree", "--reset", "-u", snap},
 		{"update-ref", "-m", "ink: the remote worker's work, from its snapshot " + ShortSHA(snap), "refs/heads/" + rec.Branch, tip, old},
-		{"read-tree", "-m", tip},
+		{"read-tree", "-m", cmp.Or(staged, tip)},
 		{"update-ref", "-m", "ink: the worktree holds this snapshot", refApplied, snap},
 	}
 	for _, s := range steps {

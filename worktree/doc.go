@@ -86,7 +86,9 @@
 // shallow repository of its own at the same absolute path, refusing a
 // path that exists (*ExistsError), and Snapshot (snapshot.go) makes the
 // snapshot commit — committed, uncommitted and untracked work, deletions,
-// modes, symlinks; not ignored files or empty directories — and its
+// modes, symlinks; not ignored files or empty directories — with, when
+// something was staged, an index commit as its second parent, which
+// ApplySnapshot and Materialise make the other side's index — and its
 // bundle. .worktreeinclude files are shipped only when asked
 // (PackOptions.ShipIncludes). Every call is ink's hardened git; on the
 // worker, whose repository the model may rewrite, the repository's own

@@ -148,11 +148,17 @@ func materialise(ctx context.Context, dir, g string, r io.Reader) (Workspace, er
 	if _, err := idx.exec(ctx); err != nil {
 		return ws, fmt.Errorf("store the shipped objects: %w", err)
 	}
+	// The index is what was staged: the snapshot's index commit, when it
+	// has one (snapshotCommit), else HEAD.
+	index := ws.Head
+	if staged, err := l.read(ctx, "rev-parse", "--verify", "-q", ws.Snapshot+"^2"); err == nil {
+		index = strings.TrimSpace(staged)
+	}
 	steps := [][]string{
 		{"update-ref", refBaseline, ws.Baseline},
 		{"update-ref", branchRef, ws.Head},
 		{"read-tree", "--reset", "-u", ws.Snapshot},
-		{"read-tree", "-m", ws.Head},
+		{"read-tree", "-m", index},
 	}
 	for _, s := range steps {
 		if _, err := l.call(s...).exec(ctx); err != nil {

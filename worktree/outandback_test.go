@@ -169,6 +169,74 @@ func changedFiles(t *testing.T, dir string, pre ...string) string {
 		git(t, dir, append(pre, "ls-files", "--others", "--exclude-standard")...)
 }
 
+// indexState is what is staged and what is not in the worktree at dir
+// (pre are git's global options): each with its status letter.
+func indexState(t *testing.T, dir string, pre ...string) string {
+	t.Helper()
+	return "staged:\n" + git(t, dir, append(pre, "diff", "--cached", "--name-status")...) +
+		"\nunstaged:\n" + git(t, dir, append(pre, "diff", "--name-status")...)
+}
+
+// TestSnapshotCarriesTheIndex: what a worker staged comes back staged —
+// a staged edit, a staged new file, a staged deletion, and a file staged
+// then edited again (staged and unstaged at once) — and goes out again
+// to a resumed worker; a snapshot with nothing staged has one parent, as
+// before the index travelled.
+func TestSnapshotCarriesTheIndex(t *testing.T) {
+	rec := remoteRepo(t, "staged")
+	wdir := workerDir(t, rec)
+	_, ws := shipTo(t, rec, wdir, PackOptions{})
+	onSupervisor := []string{"--git-dir=" + rec.PrivateGitDir(), "--work-tree=" + rec.Path}
+
+	writeFile(t, wdir, "README.md", "# project, edited and staged\n")
+	writeFile(t, wdir, "notes/staged.txt", "new and staged\n")
+	writeFile(t, wdir, "src/main.go", "package main // staged\n")
+	git(t, wdir, "add", "README.md", "notes/staged.txt", "src/main.go")
+	git(t, wdir, "rm", "-q", "docs/guide.md")
+	writeFile(t, wdir, "src/main.go", "package main // staged, then edited again\n")
+	writeFile(t, wdir, "notes/untracked.txt", "never staged\n")
+	want := indexState(t, wdir)
+	if !strings.Contains(want, "A\tnotes/staged.txt") || !strings.Contains(want, "unstaged:\nM\tsrc/main.go") {
+		t.Fatalf("the worker's index is not what the test staged:\n%s", want)
+	}
+
+	info, bundle := snapshot(t, wdir, ws.Snapshot)
+	if got := indexState(t, wdir); got != want {
+		t.Fatalf("Snapshot changed the worker's index:\n%s", got)
+	}
+	if parents := strings.Fields(git(t, wdir, "rev-list", "--parents", "-n1", info.Commit)); len(parents) != 3 {
+		t.Fatalf("a snapshot with something staged has parents %v, want HEAD and the index commit", parents[1:])
+	}
+	apply(t, rec, bundle)
+	sameState(t, "worktree and worker", dirState(t, rec.Path), dirState(t, wdir))
+	if got := indexState(t, rec.Path, onSupervisor...); got != want {
+		t.Fatalf("the worktree's index after the snapshot:\n%s\nthe worker's:\n%s", got, want)
+	}
+	if got, w := git(t, rec.Path, append(onSupervisor, "status", "--porcelain")...), git(t, wdir, "status", "--porcelain"); got != w {
+		t.Fatalf("git status in the worktree:\n%s\nin the worker:\n%s", got, w)
+	}
+
+	// A resumed worker gets the index as it is now.
+	wdir2 := workerDir(t, rec)
+	shipTo(t, rec, wdir2, PackOptions{})
+	if got := indexState(t, wdir2); got != want {
+		t.Fatalf("the resumed worker's index:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Everything committed: nothing staged, and the snapshot has one
+	// parent again; the worktree's index is HEAD's.
+	git(t, wdir2, "add", "-A")
+	git(t, wdir2, "commit", "-q", "-m", "all of it")
+	info2, bundle2 := snapshot(t, wdir2, "")
+	if parents := strings.Fields(git(t, wdir2, "rev-list", "--parents", "-n1", info2.Commit)); len(parents) != 2 {
+		t.Fatalf("a snapshot with nothing staged has parents %v, want only HEAD", parents[1:])
+	}
+	apply(t, rec, bundle2)
+	if got := indexState(t, rec.Path, onSupervisor...); got != "staged:\n\nunstaged:\n" {
+		t.Fatalf("the worktree's index after a clean snapshot:\n%s", got)
+	}
+}
+
 func TestWorkspaceRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	rec := remoteRepo(t, "roundtrip")
@@ -238,10 +306,13 @@ func TestWorkspaceRoundTrip(t *testing.T) {
 	if got := worktreeGit(t, rec, "rev-parse", "HEAD"); got != workerHead {
 		t.Fatalf("worktree HEAD = %s, want the worker's %s", got, workerHead)
 	}
-	// What is uncommitted is the same on both sides (what the worker had
-	// staged shows as unstaged: the index travels as the branch).
+	// What is uncommitted is the same on both sides, and so is what was
+	// staged (the staged deletion): the index travels too.
 	if got, want := changedFiles(t, rec.Path, "--git-dir="+rec.PrivateGitDir(), "--work-tree="+rec.Path), changedFiles(t, wdir); got != want {
 		t.Fatalf("worktree's uncommitted work:\n%s\nworker's:\n%s", got, want)
+	}
+	if got, want := indexState(t, rec.Path, "--git-dir="+rec.PrivateGitDir(), "--work-tree="+rec.Path), indexState(t, wdir); got != want {
+		t.Fatalf("worktree's index:\n%s\nworker's:\n%s", got, want)
 	}
 	// Sync brings the worker's commit into the user's repository.
 	if err := Sync(ctx, rec); err != nil {

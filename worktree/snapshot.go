@@ -21,13 +21,19 @@ var snapshotIdentity = []string{
 // snapshotMessage is the message of every snapshot commit.
 const snapshotMessage = "ink: the worktree as it was (committed work, uncommitted and untracked files)"
 
+// indexMessage is the message of every index commit (snapshotCommit).
+const indexMessage = "ink: the worktree's index (what was staged)"
+
 // snapshotCommit makes a snapshot commit of the worktree l: its tree is
 // the working tree as `git add -A` sees it (uncommitted changes, untracked
 // files, deletions, the exec bit and symlinks; ignored files left out),
-// its one parent is HEAD. It uses an index of its own, so the worktree's
-// index and files are left as they are; the objects go into the
-// worktree's git directory. lk, when set, is the repository lock the calls
-// run under. It returns the snapshot and HEAD.
+// its first parent is HEAD. When the worktree's index holds something
+// other than HEAD's tree (a staged change), a second parent carries it:
+// an index commit, whose tree is the index and whose one parent is HEAD,
+// as `git stash` records one. It uses indexes of its own, so the
+// worktree's index and files are left as they are; the objects go into
+// the worktree's git directory. lk, when set, is the repository lock the
+// calls run under. It returns the snapshot and HEAD.
 func snapshotCommit(ctx context.Context, l *layout, lk *repoLock) (snap, head string, err error) {
 	out, err := l.read(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
@@ -61,11 +67,60 @@ func snapshotCommit(ctx context.Context, l *layout, lk *repoLock) (snap, head st
 	if err != nil {
 		return "", "", fmt.Errorf("snapshot %s: %w", l.workTree, err)
 	}
-	snap, err = run(snapshotIdentity, "commit-tree", tree, "-p", head, "-m", snapshotMessage)
+	parents := []string{"-p", head}
+	staged, err := indexCommit(ctx, l, lk, tmp, head)
+	if err != nil {
+		return "", "", fmt.Errorf("snapshot %s: %w", l.workTree, err)
+	}
+	if staged != "" {
+		parents = append(parents, "-p", staged)
+	}
+	snap, err = run(snapshotIdentity, append(append([]string{"commit-tree", tree}, parents...), "-m", snapshotMessage)...)
 	if err != nil {
 		return "", "", fmt.Errorf("snapshot %s: %w", l.workTree, err)
 	}
 	return snap, head, nil
+}
+
+// indexCommit makes the index commit of the worktree l (snapshotCommit)
+// from a copy of its index in tmp, so the index itself is never written.
+// It returns "" when the index holds HEAD's tree (nothing staged), when
+// there is no index, and when git cannot write the index as a tree
+// (unmerged entries, a split index): then what was staged does not travel
+// and the other side's index is HEAD's, as it was before index commits.
+func indexCommit(ctx context.Context, l *layout, lk *repoLock, tmp, head string) (string, error) {
+	data, err := os.ReadFile(l.indexFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	staged := filepath.Join(tmp, "staged")
+	if err := os.WriteFile(staged, data, 0o600); err != nil {
+		return "", err
+	}
+	run := func(env []string, args ...string) (string, error) {
+		c := l.call(args...)
+		c.env = append([]string{"GIT_INDEX_FILE=" + staged}, env...)
+		if lk != nil {
+			c = lk.call(c)
+		}
+		out, err := c.exec(ctx)
+		return strings.TrimSpace(out), err
+	}
+	tree, err := run(nil, "write-tree")
+	if err != nil {
+		return "", nil
+	}
+	headTree, err := l.read(ctx, "rev-parse", "--verify", "-q", head+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	if tree == strings.TrimSpace(headTree) {
+		return "", nil
+	}
+	return run(snapshotIdentity, "commit-tree", tree, "-p", head, "-m", indexMessage)
 }
 
 // SnapshotInfo describes a snapshot Snapshot sent.
@@ -90,7 +145,9 @@ type SnapshotInfo struct {
 // prerequisites are the baseline and since, the last snapshot the
 // supervisor acknowledged (Workspace.Snapshot after Materialise, "" for
 // the baseline alone). The worktree's index and files are left as they
-// are. The same work on the same HEAD is always the same snapshot commit.
+// are; what was staged travels as the snapshot's index commit, and
+// ApplySnapshot and Materialise set the other side's index to it. The same
+// work on the same HEAD and index is always the same snapshot commit.
 //
 // Every git call is ink's hardened git (harden.go), pointed at the
 // workspace's git directory <dir>.git: the configuration, hooks and

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,14 +110,69 @@ func TestFaultMatrix(t *testing.T) {
 		}},
 		{name: "the main worker in its last turn", victim: "main", when: after("task.end", 3, nil)},
 	}
-	for _, p := range points {
-		for _, order := range []string{"children first", "main first"} {
-			t.Run(p.name+", "+order, func(t *testing.T) {
-				t.Parallel()
-				faultTrial(t, p, order == "children first")
-			})
+	for _, m := range []mode{modeLocal, modeExec} {
+		for i, p := range points {
+			orders := []string{"children first", "main first"}
+			name := p.name
+			if m.confined {
+				// Through the exec launcher every point runs once, the two
+				// recovery orders taking turns: the orders exercise the
+				// supervisor's resume logic, which is the same for both
+				// launchers.
+				orders = orders[i%2 : i%2+1]
+				name = "exec: " + name
+			}
+			for _, order := range orders {
+				t.Run(name+", "+order, func(t *testing.T) {
+					t.Parallel()
+					faultTrial(t, m, p, order == "children first")
+				})
+			}
 		}
 	}
+}
+
+// The fault points through the exec launcher (mode exec): the children
+// run on workers that cannot see INK_HOME or the checkout, each in a
+// worktree (a remote child always works in one), and the supervisor holds
+// their leases and writes their transcripts. A local worker's own file
+// writes — its appends, its heartbeat in the lease record — are the
+// supervisor's for a remote child, so there is no point inside them to
+// kill the worker at; their remote equivalent is the worker killed with
+// work it has not had acknowledged (mid-bash: its commit, its bash result
+// and the snapshot before it), which never lands. A killed "child" is its
+// worker process (`ink worker --remote`), not the command that reached
+// it, and the supervisor's kill ("ink") leaves every remote worker without
+// its stream.
+
+// sessionWorker is the worker behind the pid of a task.start event: that
+// pid when it runs `ink worker` (a local worker, or a launch command that
+// became the remote worker); else the `ink worker --remote` in the launch
+// command's session. It is 0 when there is none (yet).
+func sessionWorker(pid int) int {
+	isWorker := func(p int) bool {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		return strings.HasPrefix(string(cmdline), inkBin+"\x00worker\x00")
+	}
+	if isWorker(pid) {
+		return pid
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 3 && f[3] == strconv.Itoa(pid) && isWorker(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 // childOf is the prompt of the child whose display label is label, from the
@@ -135,16 +193,23 @@ func childOf(seen []map[string]any, label any) string {
 	return ""
 }
 
-func faultTrial(t *testing.T, fp faultPoint, childrenFirst bool) {
+func faultTrial(t *testing.T, md mode, fp faultPoint, childrenFirst bool) {
 	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
 	script := e.wtOutside("s.yaml", faultScript)
 	model := "script:" + script
-	p := e.start("run", "--json", "--max-parallel", "2", "--model", model, "fan out")
+	var flags []string
+	if md.confined {
+		flags = []string{"--launcher", remoteLauncher(e)}
+	}
+	p := e.start(append(append([]string{"run", "--json", "--max-parallel", "2"}, flags...), "--model", model, "fan out")...)
 	seen, trigger := waitPoint(t, p, fp.when)
 	var pids []int
 	for _, m := range seen {
 		if pid, ok := m["pid"].(float64); ok {
 			pids = append(pids, int(pid))
+			if w := sessionWorker(int(pid)); w > 0 && w != int(pid) {
+				pids = append(pids, w)
+			}
 		}
 	}
 	switch fp.victim {
@@ -157,7 +222,11 @@ func faultTrial(t *testing.T, fp faultPoint, childrenFirst bool) {
 		label := trigger["agent"]
 		for _, s := range ofType(seen, "task.start") {
 			if s["agent"] == label {
-				syscall.Kill(int(s["pid"].(float64)), syscall.SIGKILL)
+				w := sessionWorker(int(s["pid"].(float64)))
+				if w == 0 {
+					t.Fatalf("no worker behind the child's pid %v", s["pid"])
+				}
+				syscall.Kill(w, syscall.SIGKILL)
 			}
 		}
 	}
@@ -198,7 +267,7 @@ func faultTrial(t *testing.T, fp faultPoint, childrenFirst bool) {
 				continue
 			}
 			t.Logf("resuming child %s (%s)", k.ID, k.LastStatus)
-			code, stdout, stderr := e.resumeOut("--parent", mainID, "--model", model, "--resume", k.ID, "go on")
+			code, stdout, stderr := e.resumeOut(append(flags, "--parent", mainID, "--model", model, "--resume", k.ID, "go on")...)
 			if code != 0 || !strings.HasPrefix(stdout, "recovered") {
 				t.Fatalf("resume of child %s (%s): exit %d\nstdout:\n%s\nstderr:\n%s", k.ID, k.LastStatus, code, stdout, stderr)
 			}
@@ -209,7 +278,7 @@ func faultTrial(t *testing.T, fp faultPoint, childrenFirst bool) {
 			return
 		}
 		t.Logf("continuing the main session %s", mainID)
-		r, code := e.run("run", "--session", mainID, "--model", model, "go on")
+		r, code := e.run(append(append([]string{"run"}, flags...), "--session", mainID, "--model", model, "go on")...)
 		if code != 0 || !strings.HasPrefix(r.stdout.String(), "recovered") {
 			t.Fatalf("continuing the main session: exit %d\nstdout:\n%s\nstderr:\n%s", code, r.stdout.String(), r.stderr.String())
 		}
@@ -234,7 +303,9 @@ func faultTrial(t *testing.T, fp faultPoint, childrenFirst bool) {
 		if first := tr.Messages[0]; first.Role != "user" || !strings.Contains("alpha beta gamma", first.Text()) {
 			t.Errorf("child %s begins with %q", k.ID, first.Text())
 		}
-		if tr.Header.Launch != nil && tr.Header.Launch.Worktree != nil && wasCommitted(tr) {
+		// Only beta commits; through the exec launcher alpha and gamma
+		// work in worktrees too, which end clean and are removed.
+		if first := tr.Messages[0]; first.Text() == "beta" && tr.Header.Launch != nil && tr.Header.Launch.Worktree != nil && wasCommitted(tr) {
 			wt := tr.Header.Launch.Worktree
 			if log := e.wtGitIn(e.dir, "log", "-1", "--format=%s", wt.Branch); log != "beta" {
 				t.Errorf("the worktree child's commit is lost: %s is at %q", wt.Branch, log)

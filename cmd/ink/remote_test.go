@@ -168,7 +168,9 @@ var (
 	timeRE = regexp.MustCompile(`"(time|createdAt)":"[^"]*"`)
 	pidRE  = regexp.MustCompile(`"pid":\d+`)
 	hexRE  = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
-	durRE  = regexp.MustCompile(`"(durationMs|inkVersion)":[^,}]*`)
+	// A commit's short hash, as results show a baseline.
+	shortRE = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+	durRE   = regexp.MustCompile(`"(durationMs|inkVersion)":[^,}]*`)
 	// The system prompt's hash, the repository's slug and the call ids
 	// follow from the run's paths.
 	sumRE  = regexp.MustCompile(`"sha256":"[0-9a-f]{64}"`)
@@ -179,6 +181,10 @@ var (
 	// and a remote worker's is a repository of its own, not a linked
 	// worktree of the user's.
 	inputRE = regexp.MustCompile(`"input":\d+`)
+	// The directory of a checkout's sessions is named after its path.
+	sessionsRE = regexp.MustCompile(`\$INK_HOME/sessions/[^/"]+/`)
+	// The same count, in a task result's summary of a child's tokens.
+	inTextRE = regexp.MustCompile(`≥?[0-9.]+k? in / `)
 )
 
 // normalise takes out of a transcript what differs between two runs of
@@ -191,11 +197,14 @@ func normalise(s string, e *env) string {
 	s = timeRE.ReplaceAllString(s, `"$1":"T"`)
 	s = pidRE.ReplaceAllString(s, `"pid":0`)
 	s = hexRE.ReplaceAllString(s, "HASH")
+	s = shortRE.ReplaceAllString(s, "SHORT")
 	s = durRE.ReplaceAllString(s, `"$1":0`)
 	s = sumRE.ReplaceAllString(s, `"sha256":"SUM"`)
 	s = slugRE.ReplaceAllString(s, "/worktrees/$1-SLUG/")
 	s = callRE.ReplaceAllString(s, `"$1_X"`)
 	s = inputRE.ReplaceAllString(s, `"input":N`)
+	s = inTextRE.ReplaceAllString(s, "N in / ")
+	s = sessionsRE.ReplaceAllString(s, "$$INK_HOME/sessions/CHECKOUT/")
 	return s
 }
 
@@ -225,20 +234,22 @@ func remoteWorkerPid(t *testing.T, file string) int {
 			t.Fatal("the child's bash never started")
 		}
 	}
-	for p := pid; p > 1; {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-		if string(cmdline) == inkBin+"\x00worker\x00--remote\x00" {
-			return p
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			break
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		p, _ = strconv.Atoi(f[1])
+	w := workerAbove(t, pid)
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", w)); string(cmdline) != inkBin+"\x00worker\x00--remote\x00" {
+		t.Fatalf("the worker above pid %d is %q, not ink worker --remote", pid, cmdline)
 	}
-	t.Fatalf("no ink worker --remote above pid %d", pid)
-	return 0
+	return w
+}
+
+// parentOf is the parent of process pid, read from /proc.
+func parentOf(pid int) (int, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
 }
 
 // TestRemoteWorkerLostResumes: a remote worker killed mid-bash leaves an

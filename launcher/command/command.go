@@ -170,6 +170,12 @@ func (l *Launcher) Launch(ctx context.Context, spec ipc.AttemptSpec) (ipc.Worker
 		}
 		return nil, err
 	}
+	if spec.Budget > 0 {
+		// What is left of the tree's budget goes into the lease record,
+		// for `ink status`, as a local worker puts it into its own; Send
+		// keeps it current with every Budget message.
+		ls.SetBudget(spec.Budget, spec.BudgetRemaining)
+	}
 	ls.StartHeartbeat(heartbeat)
 	start := session.AttemptEntry{Phase: session.PhaseStart, AttemptID: spec.AttemptID, Epoch: ls.Epoch(), Pid: os.Getpid(), Time: time.Now().UTC()}
 	req := session.OpenRequest{
@@ -336,8 +342,15 @@ func (r *remoteWorker) KillLost(reason string) {
 	r.Kill()
 }
 
-// Send sends a message to the worker.
-func (r *remoteWorker) Send(m ipc.HostMsg) error { return r.s.Send(m) }
+// Send sends a message to the worker. What a Budget message says is left
+// of the tree's budget goes into the lease record the host holds for the
+// worker, as a local worker records it in its own.
+func (r *remoteWorker) Send(m ipc.HostMsg) error {
+	if b, ok := m.(ipc.Budget); ok && r.spec.Budget > 0 {
+		r.lease.SetBudget(r.spec.Budget, b.Remaining)
+	}
+	return r.s.Send(m)
+}
 
 // Recv returns the worker's next event, task request or outcome, having
 // handled every append and snapshot before it. When the stream breaks
@@ -463,7 +476,7 @@ func (r *remoteWorker) Close() {
 	})
 }
 
-// Kill kills the launch command's process group at once; a worker beyond
+// Kill kills every process of the launch command's session at once; a worker beyond
 // it (over ssh, in a container) sees its stream end and stops.
 func (r *remoteWorker) Kill() {
 	r.c.Kill()

@@ -450,3 +450,52 @@ func TestExecLauncherRefusesAndFails(t *testing.T) {
 		t.Errorf("a remote attempt without a workspace: %v", err)
 	}
 }
+
+// TestExecLauncherRecordsBudget: under a budget the host records in the
+// lease record it holds for a remote worker what is left of the tree's
+// budget — at launch, then as each Budget message says — as a local
+// worker records it in its own, so `ink status` shows it.
+func TestExecLauncherRecordsBudget(t *testing.T) {
+	t.Parallel()
+	r := newExecRig(t)
+	spec := r.childSpec()
+	spec.Budget, spec.BudgetRemaining = 100_000, 90_000
+	told := make(chan ipc.Budget, 1)
+	w, err := r.launcher(func(p *remotePlay) {
+		b, _ := p.next().(ipc.Budget)
+		told <- b
+		p.s.toHost <- ipc.Outcome{Status: session.StatusCompleted, Text: "done", AttemptID: p.run.AttemptID, Epoch: p.run.Remote.Epoch}
+		p.next()
+	}).Launch(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	recorded := func(want int64) {
+		t.Helper()
+		var got *lease.Budget
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			st, err := lease.Probe(spec.Transcript)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Meta != nil && st.Meta.Budget != nil {
+				if got = st.Meta.Budget; *got == (lease.Budget{Limit: 100_000, Remaining: want}) {
+					return
+				}
+			}
+		}
+		t.Fatalf("the lease record's budget is %+v, want %d of 100000 left", got, want)
+	}
+	recorded(90_000)
+	if err := w.Send(ipc.Budget{Remaining: 70_000}); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-told; b.Remaining != 70_000 {
+		t.Errorf("the worker was told %+v", b)
+	}
+	recorded(70_000)
+	if out, err := w.Recv(); err != nil || out.(ipc.Outcome).Status != session.StatusCompleted {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+}
