@@ -40,8 +40,7 @@ type ChildInfo struct {
 // parse, or its childId is not the header id).
 func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 	if !ValidID(childID) {
-		return ChildInfo{}, &LookupError{Code: CodeBadID, Message: fmt.Sprintf(
-			"cannot resume child %q: not a child id (ids are 1-64 characters of a-z, 0-9 and '-', as printed in \"child session id: …\")", childID)}
+		return ChildInfo{}, badChildID(childID)
 	}
 	dir := ChildrenDir(mainPath)
 	files, err := scanChildren(dir)
