@@ -331,10 +331,10 @@ func (s *memStore) FindChild(mainPath, parentID, childID string) (session.ChildI
 	}
 	switch {
 	case len(found) == 0:
-		return session.ChildInfo{}, &session.LookupError{Code: session.CodeNotFound, Children: kids,
+		return session.ChildInfo{}, &session.LookupError{Code: session.CodeNotFound,
 			Message: fmt.Sprintf("cannot resume child %q: not-found: this session has no child with that id", childID)}
 	case len(found) > 1:
-		return session.ChildInfo{}, &session.LookupError{Code: session.CodeAmbiguous, Children: kids,
+		return session.ChildInfo{}, &session.LookupError{Code: session.CodeAmbiguous,
 			Message: fmt.Sprintf("cannot resume child %q: ambiguous: %d transcripts claim it", childID, len(found))}
 	}
 	k := found[0]
