@@ -41,9 +41,11 @@ func (e *ParentError) Unwrap() error { return e.Err }
 // continues, by the one rule the supervisor follows itself (locate): among
 // the children of session parentID when it is given, else of the newest
 // session of cwd that holds the child. The caller hands the result to
-// Task (TaskOptions.Found), which then does not look again. It reads
-// headers only, and only of the sessions that hold the child (see
-// session.ChildHolders); it writes nothing.
+// Task (TaskOptions.Found), which then does not look again. To find the
+// child it reads headers only: of the sessions with a child file named
+// after the id, or, when no name finds it, of every child of cwd (see
+// session.ChildHolders); only an id found nowhere reads this directory's
+// children whole, to list them. It writes nothing.
 //
 // Its refusals: a *ParentError for a parentID that names no session; a
 // *session.LookupError with the owner set (Resumed.OwnerPath) for a child
