@@ -17,5 +17,6 @@
 //
 // The driver in bench/cmd/report (`make bench`) runs all of them and
 // writes docs/benchmarks.md, where every row names its target and says
-// whether it is met.
+// whether it is met; `go run ./bench/cmd/report -only Resume` runs only
+// the invocations whose pattern matches and prints their output.
 package bench

@@ -209,6 +209,32 @@ func reportThroughput(b *testing.B, size int64, med time.Duration) {
 // childIDPattern finds the child id in ink task's output.
 var childIDPattern = regexp.MustCompile(`child session id: ([a-z0-9-]+)`)
 
+// newChild runs a one-turn `ink task` in h on script and returns the id
+// and transcript of the child it started.
+func newChild(b *testing.B, h *hermetic, bin, script string) (string, string) {
+	b.Helper()
+	out, err := h.command(bin, "task", "--model", "script:"+script, "read every handler").CombinedOutput()
+	m := childIDPattern.FindSubmatch(out)
+	if err != nil || m == nil {
+		b.Fatalf("ink task: %v\n%s", err, out)
+	}
+	id := string(m[1])
+	paths, _ := filepath.Glob(filepath.Join(h.home, "sessions", "*", "*", "children", id+".jsonl"))
+	if len(paths) != 1 {
+		b.Fatalf("child transcript of %s: %v", id, paths)
+	}
+	return id, paths[0]
+}
+
+// resumeFloor is a floor that resumes child id in h for one more turn.
+func resumeFloor(name string, h *hermetic, bin, script, id string) floor {
+	return floor{name: name, run: func(b *testing.B) {
+		if out, err := h.command(bin, "task", "--model", "script:"+script, "--resume", id, "go on").CombinedOutput(); err != nil || !strings.Contains(string(out), "hello from the script") {
+			b.Fatalf("ink task --resume %s: %v\n%s", id, err, out)
+		}
+	}}
+}
+
 // BenchmarkResume measures `ink task --resume` end to end on a child whose
 // transcript is 100 MB: the supervisor validates it from its header and
 // tail, a worker reads it once under its lease and runs one more model
@@ -216,7 +242,9 @@ var childIDPattern = regexp.MustCompile(`child session id: ([a-z0-9-]+)`)
 // first `ink task`, then given 100 MB of tool turns (compacted as ink
 // compacts them, or never) and an attempt end, untimed. Each iteration
 // runs beside the floor "cat", a process that reads the file
-// (`cat FILE > /dev/null`). It reports the peak resident set of the
+// (`cat FILE > /dev/null`), and the floor "one-turn", the same resume of
+// a child that holds one turn (made by another `ink task` in the same
+// INK_HOME and directory). It reports the peak resident set of the
 // supervisor and of the worker, in MiB and as a share of the file's size.
 func BenchmarkResume(b *testing.B) {
 	bin := inkBinary(b)
@@ -227,17 +255,8 @@ func BenchmarkResume(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			h := newHermetic(b)
 			script := h.write(b, "answer.yaml", oneTurnScript)
-			out, err := h.command(bin, "task", "--model", "script:"+script, "read every handler").CombinedOutput()
-			m := childIDPattern.FindSubmatch(out)
-			if err != nil || m == nil {
-				b.Fatalf("ink task: %v\n%s", err, out)
-			}
-			id := string(m[1])
-			paths, _ := filepath.Glob(filepath.Join(h.home, "sessions", "*", "*", "children", id+".jsonl"))
-			if len(paths) != 1 {
-				b.Fatalf("child transcript of %s: %v", id, paths)
-			}
-			path := paths[0]
+			id, path := newChild(b, h, bin, script)
+			small, _ := newChild(b, h, bin, script)
 			w, err := session.OpenWriter(path)
 			if err != nil {
 				b.Fatal(err)
@@ -279,7 +298,7 @@ func BenchmarkResume(b *testing.B) {
 				for _, kb := range workers {
 					work = max(work, kb)
 				}
-			}, cat)
+			}, cat, resumeFloor("one-turn", h, bin, script, small))
 			reportThroughput(b, size, med)
 			b.ReportMetric(float64(size)/(1<<20), "file-MB")
 			b.ReportMetric(mib(sup), "supervisor-rss-MB")
@@ -288,4 +307,53 @@ func BenchmarkResume(b *testing.B) {
 			b.ReportMetric(float64(work)*1024/float64(size), "worker-rss-per-file")
 		})
 	}
+}
+
+// besideSize is how much other sessions hold beside the resumed child in
+// BenchmarkResumeBeside.
+const besideSize = 100 << 20
+
+// BenchmarkResumeBeside measures `ink task --resume ID` without --parent
+// of a one-turn child beside other sessions of the same directory, newer
+// than the child's, whose children hold 100 MB in all (four of 25 MB),
+// against the floor "alone": the same resume of a one-turn child in an
+// INK_HOME with no other session. A resume finds its child by its file
+// name and reads no other session, so the two should cost the same.
+func BenchmarkResumeBeside(b *testing.B) {
+	bin := inkBinary(b)
+	h, alone := newHermetic(b), newHermetic(b)
+	script := h.write(b, "answer.yaml", oneTurnScript)
+	aloneScript := alone.write(b, "answer.yaml", oneTurnScript)
+	id, path := newChild(b, h, bin, script)
+	aloneID, _ := newChild(b, alone, bin, aloneScript)
+	ownerPath := filepath.Dir(filepath.Dir(path)) + ".jsonl" // <slug>/<owner>/children/<id>.jsonl
+	owner, err := session.ReadHeader(ownerPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sessions := filepath.Dir(ownerPath)
+	var others int64
+	for i := range 4 {
+		sid, kid := session.NewID(), session.NewID()
+		main := filepath.Join(sessions, sid+".jsonl")
+		w, err := session.Create(main, session.Header{ID: sid, Cwd: owner.Cwd, CreatedAt: owner.CreatedAt.Add(time.Duration(i+1) * time.Hour)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Close()
+		cw, err := session.Create(session.ChildPath(main, kid), session.Header{ID: kid, Cwd: owner.Cwd, Parent: sid})
+		if err != nil {
+			b.Fatal(err)
+		}
+		others = appendHistory(b, cw, 0, besideSize/4, false) + others
+		cw.Close()
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resume := resumeFloor("beside", h, bin, script, id)
+	paired(b, resume.run, resumeFloor("alone", alone, bin, aloneScript, aloneID))
+	b.ReportMetric(float64(others)/(1<<20), "others-MB")
+	b.ReportMetric(float64(st.Size())/1024, "child-KB")
 }

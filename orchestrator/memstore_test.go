@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,8 @@ type memStore struct {
 	leases map[string]*memLease
 	// failSession, when set, is the error of every CreateSession.
 	failSession error
+	// lookups counts the calls that look a child up (Holders, FindChild).
+	lookups atomic.Int64
 }
 
 // memLease is one transcript's lease: its holder while held, the last
@@ -315,6 +318,7 @@ func (s *memStore) Children(mainPath string) ([]session.ChildSummary, error) {
 }
 
 func (s *memStore) FindChild(mainPath, parentID, childID string) (session.ChildInfo, error) {
+	s.lookups.Add(1)
 	if !session.ValidID(childID) {
 		return session.ChildInfo{}, &session.LookupError{Code: session.CodeBadID, Message: fmt.Sprintf("cannot resume child %q: not a child id", childID)}
 	}
@@ -327,10 +331,10 @@ func (s *memStore) FindChild(mainPath, parentID, childID string) (session.ChildI
 	}
 	switch {
 	case len(found) == 0:
-		return session.ChildInfo{}, &session.LookupError{Code: session.CodeNotFound, Children: kids,
+		return session.ChildInfo{}, &session.LookupError{Code: session.CodeNotFound,
 			Message: fmt.Sprintf("cannot resume child %q: not-found: this session has no child with that id", childID)}
 	case len(found) > 1:
-		return session.ChildInfo{}, &session.LookupError{Code: session.CodeAmbiguous, Children: kids,
+		return session.ChildInfo{}, &session.LookupError{Code: session.CodeAmbiguous,
 			Message: fmt.Sprintf("cannot resume child %q: ambiguous: %d transcripts claim it", childID, len(found))}
 	}
 	k := found[0]
@@ -364,6 +368,41 @@ func (s *memStore) Sessions(inkHome, cwd string) ([]session.SessionSummary, erro
 			return c
 		}
 		return strings.Compare(b.ID, a.ID)
+	})
+	return out, nil
+}
+
+func (s *memStore) Holders(inkHome, cwd, childID string, scan bool) ([]session.Holder, error) {
+	s.lookups.Add(1)
+	if !session.ValidID(childID) {
+		return nil, &session.LookupError{Code: session.CodeBadID, Message: fmt.Sprintf("cannot resume child %q: not a child id", childID)}
+	}
+	var out []session.Holder
+	for _, main := range s.under(filepath.Join(session.SessionsDir(inkHome, cwd), "*.jsonl")) {
+		h, err := s.Header(main)
+		if err != nil {
+			continue
+		}
+		holds := false
+		for _, k := range s.under(filepath.Join(session.ChildrenDir(main), "*.jsonl")) {
+			named := filepath.Base(k) == childID+".jsonl"
+			if !scan && !named {
+				continue
+			}
+			kh, err := s.Header(k)
+			if err == nil && kh.ID == childID || err != nil && named {
+				holds = true
+			}
+		}
+		if holds {
+			out = append(out, session.Holder{Path: main, Header: h})
+		}
+	}
+	slices.SortFunc(out, func(a, b session.Holder) int {
+		if c := b.Header.CreatedAt.Compare(a.Header.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Header.ID, a.Header.ID)
 	})
 	return out, nil
 }

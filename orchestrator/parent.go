@@ -300,14 +300,14 @@ func (p *Parent) ownerFor(args TaskArgs) (*agentRun, string) {
 	if p.o.store.Exists(session.ChildPath(p.ar.transcript, id)) {
 		return p.ar, ""
 	}
-	path, _, err := p.o.findOwner(id, "")
-	if err != nil {
-		return nil, err.Error() + "\nStart a new task instead."
+	found, err := locate(p.o.store, p.o.cfg.InkHome, p.o.cfg.Cwd, id, "")
+	if found.OwnerPath == "" {
+		return nil, ownerRefusal(id, err)
 	}
-	if path == p.ar.transcript {
+	if found.OwnerPath == p.ar.transcript {
 		return p.ar, ""
 	}
-	return p.ar.withOwner(path), ""
+	return p.ar.withOwner(found, err == nil), ""
 }
 
 // onLaunch runs before each child launches: it creates the session on the

@@ -69,15 +69,7 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 		return refuse(Problem{Code: session.CodeStillRunning, Message: fmt.Sprintf(
 			"it is still running in this session (the task call that started it has not returned, or is stopping); wait for it, or stop it with task_cancel({id: %q}), then resume it", childID)})
 	}
-	ownerID := parent.sessionID
-	if parent.childrenOf != "" {
-		h, err := o.store.Header(parent.childrenOf)
-		if err != nil {
-			return refuse(Problem{Code: session.CodeMalformed, Message: err.Error()})
-		}
-		ownerID = h.ID
-	}
-	info, err := o.store.FindChild(parent.owner(), ownerID, childID)
+	info, err := o.findChild(parent, childID)
 	if err != nil {
 		var le *session.LookupError
 		if errors.As(err, &le) {
@@ -109,6 +101,23 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,
 	})
+}
+
+// findChild finds child childID among the children of parent.owner():
+// as the lookup that chose the owner found it, else by looking there.
+func (o *Orchestrator) findChild(parent *agentRun, childID string) (session.ChildInfo, error) {
+	if f := parent.found; f != nil && f.OwnerPath == parent.owner() && f.Child.Header.ID == childID {
+		return f.Child, nil
+	}
+	ownerID := parent.sessionID
+	if parent.childrenOf != "" {
+		h, err := o.store.Header(parent.childrenOf)
+		if err != nil {
+			return session.ChildInfo{}, err
+		}
+		ownerID = h.ID
+	}
+	return o.store.FindChild(parent.owner(), ownerID, childID)
 }
 
 // resumePlan is a validated resume: the child as it will run again.

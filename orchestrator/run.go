@@ -111,21 +111,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 
 // findMain locates a main session by id, in this cwd's directory first.
 func (o *Orchestrator) findMain(id string) (string, error) {
-	if !session.ValidID(id) {
-		return "", fmt.Errorf("--session %q is not a session id (ids use only a-z, 0-9 and '-'); list sessions with `ink sessions ls`", id)
-	}
-	p := session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id)
-	if o.store.Exists(p) {
-		return p, nil
-	}
-	matches, kids := o.store.Named(o.cfg.InkHome, id)
-	if len(matches) == 1 {
-		return matches[0], nil
-	}
-	if len(kids) > 0 {
-		return "", fmt.Errorf("%s is a child session, not a main session; continue it with `ink task --resume %s \"…\"`", id, id)
-	}
-	return "", fmt.Errorf("no session %s for %s; list sessions with `ink sessions ls`", id, o.cfg.Cwd)
+	return findMain(o.store, o.cfg.InkHome, o.cfg.Cwd, id)
 }
 
 // usageOf returns u or the zero usage.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/session"
@@ -16,6 +15,11 @@ type TaskOptions struct {
 	// Parent names the session that owns the child to resume; default: the
 	// most recent session of this cwd that owns it.
 	Parent string
+	// Found, when the caller already looked the child up (FindResumed,
+	// with the same Resume and Parent), is what it found; the supervisor
+	// then does not look again. The worker still checks, under the lease,
+	// that the transcript's header is the one found.
+	Found *Resumed
 }
 
 // TaskResult is how one task call ended (`ink task`, or one task of a
@@ -59,15 +63,22 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	}
 	p := o.NewParent(ParentOptions{Label: "shell", Shell: true})
 	defer p.Close(nil)
-	if opts.Args.Resume != nil {
-		path, _, err := o.findOwner(*opts.Args.Resume, opts.Parent)
-		if err != nil {
-			res := TaskResult{Status: StatusRejected, Content: err.Error() + "\nStart a new task instead.", IsError: true}
+	if id := opts.Args.Resume; id != nil {
+		found, err := opts.Found, error(nil)
+		if found == nil || found.Child.Header.ID != *id {
+			var r Resumed
+			r, err = locate(o.store, o.cfg.InkHome, o.cfg.Cwd, *id, opts.Parent)
+			found = &r
+		}
+		if found.OwnerPath == "" {
+			res := TaskResult{Status: StatusRejected, Content: ownerRefusal(*id, err), IsError: true}
 			o.pub.emit("shell/1", "", event.TaskEnd{Status: StatusRejected, Reason: res.Content})
 			o.pub.emit("shell", "", event.RunEnd{Status: res.Status, Reason: res.Content, Rejected: 1})
 			return res, nil
 		}
-		p.ar.childrenOf = path
+		// A child found but refused is refused again by the resume itself,
+		// in the words of every resume's refusal.
+		p.ar.useOwner(*found, err == nil)
 	}
 	out := p.Task(ctx, Call{Tasks: []TaskArgs{opts.Args}})
 	res := out.Tasks[0]
@@ -80,54 +91,4 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	}
 	o.pub.emit("shell", res.ParentSession, end)
 	return res, nil
-}
-
-// findOwner finds the session that owns childID: the named parent, or the
-// most recent session of this cwd with a transcript for that child. A
-// session whose children directory holds the child in any form (even one
-// that cannot be resumed) owns it, so that the resume names the real
-// problem (malformed, not-owned, …) rather than not-found.
-func (o *Orchestrator) findOwner(childID, parentID string) (path, id string, err error) {
-	if parentID != "" {
-		p, err := o.findMain(parentID)
-		if err != nil {
-			return "", "", fmt.Errorf("cannot resume child %q: --parent %s: %v", childID, parentID, err)
-		}
-		return p, parentID, nil
-	}
-	sessions, err := o.store.Sessions(o.cfg.InkHome, o.cfg.Cwd)
-	if err != nil {
-		return "", "", fmt.Errorf("cannot resume child %q: %v", childID, err)
-	}
-	var known []string
-	for _, s := range sessions {
-		if s.ID == "" {
-			continue
-		}
-		_, err := o.store.FindChild(s.Path, s.ID, childID)
-		var le *session.LookupError
-		if err == nil || !errors.As(err, &le) || le.Code != session.CodeNotFound {
-			return s.Path, s.ID, nil
-		}
-		for _, k := range le.Children {
-			if k.ID == "" || k.Problem != "" {
-				continue
-			}
-			st := k.LastStatus
-			if st == "" {
-				st = "never ran"
-			}
-			known = append(known, fmt.Sprintf("%s (%s, session %s)", k.ID, st, s.ID))
-		}
-	}
-	msg := fmt.Sprintf("cannot resume child %q: not-found: no session of %s has a child with that id", childID, o.cfg.Cwd)
-	switch {
-	case len(known) > 0:
-		msg += ". Children of this directory's sessions: " + strings.Join(known, ", ")
-	case len(sessions) == 0:
-		msg += " (this directory has no sessions)"
-	default:
-		msg += " (its sessions have no children)"
-	}
-	return "", "", fmt.Errorf("%s; run ink from the directory the child was started in, or name its session with --parent (see `ink sessions ls`)", msg)
 }

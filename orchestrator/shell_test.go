@@ -279,3 +279,41 @@ func TestShellResumeFindsNoOwner(t *testing.T) {
 		t.Errorf("no children: %q", res.Content)
 	}
 }
+
+// TestShellResumeTakesTheFoundChild: the lookup `ink task --resume` ran
+// before the supervisor started (TaskOptions.Found) is the one the resume
+// uses: the supervisor looks nothing up again. A result for another child
+// is not taken: the supervisor looks that one up itself.
+func TestShellResumeTakesTheFoundChild(t *testing.T) {
+	t.Parallel()
+	h, main, child := runWithChild(t, Config{}, `{"prompt":"job"}`, dies)
+	id := child.Spec.SessionID
+	found, err := locate(h.store, h.cfg.InkHome, h.cfg.Cwd, id, "")
+	if err != nil || found.OwnerPath != main.Transcript || found.OwnerID != main.SessionID || found.Child.Path != child.Spec.Transcript {
+		t.Fatalf("locate = %+v, %v", found, err)
+	}
+	sh := newHarness(t, Config{InkHome: h.cfg.InkHome, Cwd: h.cfg.Cwd, MaxDepth: 1}, completes("resumed and done", model.Usage{}))
+	before := h.store.lookups.Load()
+	res := sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "go on", Resume: strp(id)}, Found: &found})
+	if res.Status != StatusCompleted || !strings.Contains(res.Content, "resumed and done") {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := h.store.lookups.Load() - before; n != 0 {
+		t.Errorf("the supervisor looked the child up %d more times", n)
+	}
+	if rs := sh.l.byLabel("shell/1").Spec; rs.Transcript != child.Spec.Transcript {
+		t.Errorf("the resume runs on %s", rs.Transcript)
+	}
+
+	// Found for another child: looked up again, and refused as not found.
+	stale := found
+	stale.Child.Header.ID = "01otherchild"
+	before = h.store.lookups.Load()
+	res = sh.task(t, TaskOptions{Args: TaskArgs{Prompt: "x", Resume: strp("01nochild")}, Found: &stale})
+	if res.Status != StatusRejected || !strings.Contains(res.Content, `cannot resume child "01nochild": not-found: no session of `) {
+		t.Errorf("result = %+v", res)
+	}
+	if h.store.lookups.Load() == before {
+		t.Error("a lookup for another child was taken as this one's")
+	}
+}

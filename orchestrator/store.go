@@ -42,6 +42,10 @@ type Store interface {
 	FindChild(mainPath, parentID, childID string) (session.ChildInfo, error)
 	// Sessions lists the main transcripts of cwd (session.ListSessions).
 	Sessions(inkHome, cwd string) ([]session.SessionSummary, error)
+	// Holders returns the main transcripts of cwd whose children hold
+	// childID, newest first, by the children's names or, with scan, by
+	// their headers (session.ChildHolders); it reads no transcript's body.
+	Holders(inkHome, cwd, childID string, scan bool) ([]session.Holder, error)
 	// Named returns the main transcripts, and the child transcripts, named
 	// id in any cwd of inkHome.
 	Named(inkHome, id string) (mains, children []string)
@@ -121,6 +125,10 @@ func (fileStore) FindChild(mainPath, parentID, childID string) (session.ChildInf
 
 func (fileStore) Sessions(inkHome, cwd string) ([]session.SessionSummary, error) {
 	return session.ListSessions(inkHome, cwd)
+}
+
+func (fileStore) Holders(inkHome, cwd, childID string, scan bool) ([]session.Holder, error) {
+	return session.ChildHolders(inkHome, cwd, childID, scan)
 }
 
 func (fileStore) Named(inkHome, id string) (mains, children []string) {

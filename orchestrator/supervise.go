@@ -24,9 +24,12 @@ type agentRun struct {
 	// agent's children and the children it may resume: its own transcript,
 	// except for a shell parent resuming a child of another session.
 	childrenOf string
-	depth      int
-	binding    model.Binding
-	system     string
+	// found, when set, is the lookup that found the child this agent
+	// resumes under childrenOf (see useOwner): the resume takes it as is.
+	found   *Resumed
+	depth   int
+	binding model.Binding
+	system  string
 	// base is what system was built from; a child's system is built from
 	// its parent's base with the child's own tools.
 	base      promptBase
@@ -76,18 +79,34 @@ func (ar *agentRun) registry() *childRegistry {
 	return ar.kids
 }
 
-// withOwner returns a view of ar whose children to resume live under the
-// transcript at owner (another session's), sharing ar's registry and
-// hooks. A shell-like parent uses it to resume a child it did not start.
-func (ar *agentRun) withOwner(owner string) *agentRun {
+// withOwner returns a view of ar whose children to resume live under
+// found's owner (another session's), sharing ar's registry and hooks. A
+// shell-like parent uses it to resume a child it did not start; ok says
+// the lookup found the child resumable, so that the resume need not look
+// again.
+func (ar *agentRun) withOwner(found Resumed, ok bool) *agentRun {
 	kids := ar.registry()
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	return &agentRun{
-		label: ar.label, sessionID: ar.sessionID, transcript: ar.transcript, childrenOf: owner,
+	v := &agentRun{
+		label: ar.label, sessionID: ar.sessionID, transcript: ar.transcript,
 		depth: ar.depth, binding: ar.binding, system: ar.system, base: ar.base, files: ar.files, tools: ar.tools,
 		cwd: ar.cwd, root: ar.root, agent: ar.agent, shell: ar.shell, onLaunch: ar.onLaunch,
 		children: ar.children, kids: kids,
+	}
+	v.useOwner(found, ok)
+	return v
+}
+
+// useOwner makes found's owner the session whose children this agent
+// resumes; ok says the lookup found the child resumable, so that the
+// resume takes found as is rather than looking again. It is called before
+// the agent's first task call.
+func (ar *agentRun) useOwner(found Resumed, ok bool) {
+	ar.childrenOf = found.OwnerPath
+	ar.found = nil
+	if ok {
+		ar.found = &found
 	}
 }
 

@@ -111,3 +111,119 @@ func TestOpenLean(t *testing.T) {
 		t.Error("a short message was not kept whole")
 	}
 }
+
+// toolTurns appends n tool turns (an assistant call, then a result of
+// size bytes) to w and returns the entry ids of the assistant messages.
+func toolTurns(t *testing.T, w *Writer, from, n, size int) []string {
+	t.Helper()
+	var ids []string
+	for i := from; i < from+n; i++ {
+		id := fmt.Sprint("call-", i)
+		e, err := w.AppendMessage(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: id, Name: "read", Args: json.RawMessage(`{"path":"f.go"}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+		if _, err := w.AppendMessage(model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: id, ToolName: "read", Content: strings.Repeat("x", size)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// TestResumeHistoryBound: of a history since the last compaction longer
+// than MaxResumeHistory, a resume decodes and gives the model only its
+// most recent turns that fit, whole (a result never without its call),
+// after the last summary and a note that says what was left out; the
+// skeleton, the call ids and the attempts still cover the whole file.
+func TestResumeHistoryBound(t *testing.T) {
+	t.Parallel()
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprint("after a compaction ", compacted), func(t *testing.T) {
+			t.Parallel()
+			path := newTranscript(t, Header{}, nil)
+			w, err := OpenWriter(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.AppendMessage(model.UserText("read every file")); err != nil {
+				t.Fatal(err)
+			}
+			turns := 0
+			if compacted {
+				ids := toolTurns(t, w, 0, 10, 1000)
+				if _, err := w.AppendCompaction(CompactionEntry{Summary: "read ten files", FirstKept: ids[9]}); err != nil {
+					t.Fatal(err)
+				}
+				turns = 10
+			}
+			const size = 64 << 10
+			n := MaxResumeHistory/size + 40
+			ids := toolTurns(t, w, turns, n, size)
+			turns += n
+			w.Close()
+
+			r, err := ReadForResume(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Skeleton()) != 1+2*turns || len(r.CallIDs()) != turns {
+				t.Fatalf("%d skeletons and %d call ids, want %d and %d", len(r.Skeleton()), len(r.CallIDs()), 1+2*turns, turns)
+			}
+			h := r.View()
+			msgs := h.Messages()
+			i := 0
+			if compacted {
+				if !strings.Contains(msgs[0].Text(), "read ten files") {
+					t.Fatalf("history starts with %q, want the summary", msgs[0].Text())
+				}
+				i = 1
+			}
+			note := msgs[i].Text()
+			if r.Omitted == nil || !strings.Contains(note, fmt.Sprintf("the %d earliest messages", r.Omitted.Messages)) || !strings.Contains(note, "were left out") {
+				t.Fatalf("omitted %+v, note %q", r.Omitted, note)
+			}
+			tail := msgs[i+1:]
+			if tail[0].Role != model.RoleAssistant || len(tail)%2 != 0 || tail[len(tail)-1].Results[0].ToolCallID != fmt.Sprint("call-", turns-1) {
+				t.Fatalf("the tail of %d messages starts with a %s message", len(tail), tail[0].Role)
+			}
+			if got, want := h.ids[i+1], ids[len(ids)-len(tail)/2]; got != want {
+				t.Errorf("the tail starts at entry %s, want %s", got, want)
+			}
+			if r.decoded > MaxResumeHistory || r.decoded < MaxResumeHistory-2*size-4096 {
+				t.Errorf("decoded %d bytes, want the most that fits in %d", r.decoded, MaxResumeHistory)
+			}
+			if scan := ScanPairs(tail); scan.State != Consistent {
+				t.Errorf("the tail's calls and results: %v %s", scan.State, scan.Reason)
+			}
+		})
+	}
+}
+
+// TestResumeHistoryBoundKeepsACallWithItsResult: when even the last turn
+// passes the bound (a result line past MaxResumeLine whose pieces are too
+// short to clip), the tail starts at the call of that turn's results,
+// and the messages before it are what is left out.
+func TestResumeHistoryBoundKeepsACallWithItsResult(t *testing.T) {
+	t.Parallel()
+	const pieces, piece = 70, 250_000 // under resumeKeep each, over MaxResumeHistory together
+	calls := model.Message{Role: model.RoleAssistant}
+	results := model.Message{Role: model.RoleToolResult}
+	for i := range pieces {
+		id := fmt.Sprint("big-", i)
+		calls.ToolCalls = append(calls.ToolCalls, model.ToolCall{ID: id, Name: "read", Args: json.RawMessage(`{}`)})
+		results.Results = append(results.Results, model.ToolResult{ToolCallID: id, ToolName: "read", Content: strings.Repeat("y", piece)})
+	}
+	path := writeMessages(t, model.UserText("read them"), calls, results)
+	r, err := ReadForResume(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := r.View().Messages()
+	if r.Omitted == nil || r.Omitted.Messages != 1 || len(msgs) != 3 || len(msgs[1].ToolCalls) != pieces || len(msgs[2].Results) != pieces {
+		t.Fatalf("omitted %+v, history of %d messages", r.Omitted, len(msgs))
+	}
+	if len(r.Clipped) != 0 || len(msgs[2].Results[pieces-1].Content) != piece {
+		t.Errorf("a result too short to clip was clipped: %+v", r.Clipped)
+	}
+}

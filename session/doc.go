@@ -7,7 +7,8 @@
 // child's header, the TaskRecord stored beside a parent's `task` result (and
 // the list of them, taskRecords, beside a message that collects background
 // children: a task_wait result), and the lookup and listing of sessions and
-// their children under $INK_HOME.
+// their children under $INK_HOME (a child's file name, <id>.jsonl, is the
+// index a resume finds it by: ChildHolders).
 //
 // It also owns the closed sets every other package of ink shares, being the
 // lowest one they all import: Status (how an attempt or a task ended, the
@@ -21,7 +22,8 @@
 // parses it for supervision, keeping long messages that are not about tasks
 // as skeletons; ReadForResume reads it in one pass for continuing it,
 // decoding only the history the model sees (clipping a message whose line
-// passes MaxResumeLine) and skimming the rest (skim.go), so that its cost
+// passes MaxResumeLine, and of a history past MaxResumeHistory only its
+// most recent messages) and skimming the rest (skim.go), so that its cost
 // and memory follow that history rather than the file; ReadTail reads a
 // transcript backwards from its end, only as far as its last attempt end
 // and message, which is all a resume's validation needs.

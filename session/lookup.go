@@ -14,8 +14,6 @@ type LookupError struct {
 	Code Code
 	// Message says what was wrong, for a user.
 	Message string
-	// Children lists this parent's children (not-found and ambiguous).
-	Children []ChildSummary
 }
 
 // Error returns the message.
@@ -40,8 +38,7 @@ type ChildInfo struct {
 // parse, or its childId is not the header id).
 func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 	if !ValidID(childID) {
-		return ChildInfo{}, &LookupError{Code: CodeBadID, Message: fmt.Sprintf(
-			"cannot resume child %q: not a child id (ids are 1-64 characters of a-z, 0-9 and '-', as printed in \"child session id: …\")", childID)}
+		return ChildInfo{}, badChildID(childID)
 	}
 	dir := ChildrenDir(mainPath)
 	files, err := scanChildren(dir)
@@ -69,15 +66,14 @@ func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 				"cannot resume child %q: its transcript cannot be read safely: %v", childID, named.err)}
 		}
 		kids, _ := ListChildren(mainPath)
-		return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: notFoundMessage(childID, kids, files), Children: kids}
+		return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: notFoundMessage(childID, kids, files)}
 	case 1:
 	default:
-		kids, _ := ListChildren(mainPath)
 		paths := make([]string, len(matches))
 		for i, m := range matches {
 			paths[i] = m.path
 		}
-		return ChildInfo{}, &LookupError{Code: CodeAmbiguous, Children: kids, Message: fmt.Sprintf(
+		return ChildInfo{}, &LookupError{Code: CodeAmbiguous, Message: fmt.Sprintf(
 			"cannot resume child %q: %d transcripts claim this id (%s); move the copies away", childID, len(matches), strings.Join(paths, ", "))}
 	}
 	c := matches[0]

@@ -58,6 +58,9 @@ type Opened struct {
 	Repaired int
 	// Clipped lists the lines the model sees clipped (MaxResumeLine).
 	Clipped []ClippedLine
+	// Omitted is the part of the history the View leaves out
+	// (MaxResumeHistory); nil when it holds the whole history.
+	Omitted *Omitted
 }
 
 // Refusal is why OpenAttempt refused: nothing was written.
@@ -151,7 +154,7 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 	for _, e := range written {
 		_ = view.Apply(e)
 	}
-	return &Opened{Writer: w, View: view, Reserved: tr.CallIDs(), Lifetime: life.Started(), Repaired: len(repairs), Clipped: tr.Clipped}, nil, nil
+	return &Opened{Writer: w, View: view, Reserved: tr.CallIDs(), Lifetime: life.Started(), Repaired: len(repairs), Clipped: tr.Clipped, Omitted: tr.Omitted}, nil, nil
 }
 
 // DanglingAnswers keeps the answers (one result each) whose tool call is

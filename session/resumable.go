@@ -34,6 +34,9 @@ type Resumable struct {
 	// Clipped lists the message lines of the history past MaxResumeLine,
 	// which the View holds clipped (see ReadForResume).
 	Clipped []ClippedLine
+	// Omitted, when the history since the last compaction passes
+	// MaxResumeHistory, is the part of it the View leaves out.
+	Omitted *Omitted
 
 	skeleton []model.Message
 	view     *View
@@ -44,6 +47,9 @@ type Resumable struct {
 	// lines counts the newlines of the file up to Size, a torn final
 	// line's excluded.
 	lines int
+	// decoded counts the bytes of the lines decoded in full (the history
+	// the View holds); every other line was skimmed.
+	decoded int64
 }
 
 // Lifetime sums every attempt recorded in a transcript.
@@ -118,6 +124,35 @@ const MaxResumeLine = model.MaxReplyBytes
 // resumeKeep is how much of each piece of a clipped message is kept.
 const resumeKeep = 256 << 10
 
+// MaxResumeHistory is the resume history bound: of the history since the
+// last compaction, a resume decodes and gives the model only the most
+// recent messages that fit in it, after a note that says how much was
+// left out. A message counts its transcript line, or what the model sees
+// of a line past MaxResumeLine. 16 MiB is over 5 million tokens at ink's
+// estimate of three bytes to a token, four times the largest window of any
+// model ink knows: no model could take more, and a history that was not
+// compacted for longer (written before ink compacted, or for a model
+// whose window ink did not know) would otherwise make a resume cost what
+// the whole file costs. The transcript keeps every line; the skeleton of
+// every message is still read, so the call/result check and the reserved
+// call ids cover the whole file.
+const MaxResumeHistory = 16 << 20
+
+// Omitted is the part of the history since the last compaction that a
+// resume left out (MaxResumeHistory).
+type Omitted struct {
+	// Messages counts the messages left out; Bytes their transcript lines.
+	Messages int
+	Bytes    int64
+}
+
+// omittedNote is the user message that stands for the messages a resume
+// left out, after the last compaction's summary if there is one.
+func omittedNote(o Omitted) model.Message {
+	return model.UserText(fmt.Sprintf("[ink] When this session was resumed, the %d earliest messages of its history since the last summary (%s of transcript) were left out: more than any model's context window takes. The transcript keeps them. The messages after this one are the most recent ones, kept as they were. Continue the task from there.",
+		o.Messages, model.SizeString(o.Bytes)))
+}
+
 // ClippedLine is one message line of the history past MaxResumeLine.
 type ClippedLine struct {
 	Line  int   // its line number
@@ -134,6 +169,10 @@ type ClippedLine struct {
 // makes a long transcript quick to continue. A message of the history
 // whose line passes MaxResumeLine is decoded alone and clipped at once
 // (Clipped lists them), so memory stays of the order of the longest line.
+// Of a history past MaxResumeHistory only its most recent messages that
+// fit are decoded, after a note (Omitted says what was left out), so that
+// a transcript never compacted costs one scan and the decoding of that
+// bound, not of the file.
 func ReadForResume(path string) (*Resumable, error) {
 	f, fi, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
@@ -187,7 +226,7 @@ func ReadForResume(path string) (*Resumable, error) {
 		switch {
 		case skel != nil:
 			r.skeleton = append(r.skeleton, *skel)
-			seg.message(e.ID, skel.Role, offset, len(line), lineNo)
+			seg.message(e.ID, skel.Role, offset, len(line), lineNo, len(r.skeleton)-1)
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
 			a := *e.Attempt
@@ -211,8 +250,14 @@ func ReadForResume(path string) (*Resumable, error) {
 			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
+	if r.Omitted, err = seg.bound(f, path, r.skeleton, MaxResumeHistory); err != nil {
+		return nil, err
+	}
 	if r.view, r.Clipped, err = seg.decode(f, path, lr.release()); err != nil {
 		return nil, err
+	}
+	for _, m := range seg.msgs {
+		r.decoded += int64(m.length)
 	}
 	return r, nil
 }
@@ -255,6 +300,10 @@ func skeletonOf(m model.Message) model.Message {
 type historySegment struct {
 	msgs    []segmentMessage // the messages of the current history
 	summary *string          // the last compaction's summary
+	omitted *Omitted         // the messages bound left out
+	// long holds, by offset, the lines past MaxResumeLine that bound
+	// decoded, until decode takes them.
+	long map[int64]decodedLine
 }
 
 type segmentMessage struct {
@@ -263,10 +312,98 @@ type segmentMessage struct {
 	offset int64
 	length int
 	line   int
+	skel   int // its index in the skeleton
 }
 
-func (s *historySegment) message(id string, role model.Role, offset int64, length, line int) {
-	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length, line: line})
+func (s *historySegment) message(id string, role model.Role, offset int64, length, line, skel int) {
+	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length, line: line, skel: skel})
+}
+
+// bound keeps of the history only its most recent messages that fit in
+// budget bytes of what the model sees, as a compaction keeps a tail: it
+// starts at a user or assistant message, and every result in it has its
+// call in it. When no such start fits, the latest one is kept, whatever
+// its size. A message counts the length of its line, or, for a line past
+// MaxResumeLine, the size of its pieces once clipped: such a line is
+// decoded here, once, and kept for decode. It returns what it left out
+// (nil: nothing).
+func (s *historySegment) bound(f *os.File, path string, skeleton []model.Message, budget int64) (*Omitted, error) {
+	callAt := map[string]int{}
+	for i, m := range s.msgs {
+		for _, c := range skeleton[m.skel].ToolCalls {
+			callAt[c.ID] = i
+		}
+	}
+	start, earliest, over := -1, len(s.msgs), false
+	var size int64
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		m := s.msgs[i]
+		cost := int64(m.length)
+		if m.length > MaxResumeLine {
+			d, err := s.decodeLong(f, path, m)
+			if err != nil {
+				return nil, err
+			}
+			cost = int64(pieceBytes(d.msg))
+		}
+		size += cost
+		for _, r := range skeleton[m.skel].Results {
+			if at, ok := callAt[r.ToolCallID]; ok && at < earliest {
+				earliest = at
+			}
+		}
+		over = over || size > budget
+		if (m.role == model.RoleUser || m.role == model.RoleAssistant) && earliest >= i && (!over || start < 0) {
+			start = i
+		}
+		if over && start >= 0 {
+			break
+		}
+	}
+	if !over || start <= 0 {
+		return nil, nil
+	}
+	o := Omitted{Messages: start}
+	for _, m := range s.msgs[:start] {
+		o.Bytes += int64(m.length)
+		delete(s.long, m.offset)
+	}
+	s.msgs = s.msgs[start:]
+	s.omitted = &o
+	return &o, nil
+}
+
+// decodedLine is a message line past MaxResumeLine, decoded and clipped.
+type decodedLine struct {
+	id      string
+	msg     model.Message
+	clipped bool // some piece was cut
+}
+
+// decodeLong reads, decodes and clips the message line m, past
+// MaxResumeLine, once: it is kept for decode.
+func (s *historySegment) decodeLong(f *os.File, path string, m segmentMessage) (decodedLine, error) {
+	if d, ok := s.long[m.offset]; ok {
+		return d, nil
+	}
+	buf := make([]byte, m.length)
+	if _, err := f.ReadAt(buf, m.offset); err != nil {
+		return decodedLine{}, fmt.Errorf("read transcript %s: %w", path, err)
+	}
+	e, err := decodeEntry(buf)
+	if err != nil || e.Message == nil {
+		return decodedLine{}, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
+	}
+	msg := *e.Message
+	whole := pieceBytes(msg)
+	msg = model.ClipMessage(msg, resumeKeep, fmt.Sprintf("when this session was resumed: its transcript line (%d, %s) is over ink's resume line bound of %s; the transcript keeps it whole",
+		m.line, model.SizeString(int64(m.length)), model.SizeString(MaxResumeLine)))
+	d := decodedLine{id: e.ID, msg: msg, clipped: pieceBytes(msg) < whole}
+	if s.long == nil {
+		s.long = map[int64]decodedLine{}
+	}
+	s.long[m.offset] = d
+	return d, nil
 }
 
 // compaction applies compaction entry e, whose line ends at end.
@@ -301,11 +438,30 @@ func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []C
 		v.msgs = append(v.msgs, model.SummaryMessage(*s.summary))
 		v.ids = append(v.ids, "")
 	}
+	if s.omitted != nil {
+		v.msgs = append(v.msgs, omittedNote(*s.omitted))
+		v.ids = append(v.ids, "")
+	}
 	for i := 0; i < len(s.msgs); {
-		// Read whole message lines from i on, up to a chunk (at least one).
+		if m := s.msgs[i]; m.length > MaxResumeLine {
+			d, err := s.decodeLong(f, path, m)
+			if err != nil {
+				return nil, nil, err
+			}
+			delete(s.long, m.offset)
+			if d.clipped {
+				clipped = append(clipped, ClippedLine{Line: m.line, Bytes: int64(m.length)})
+			}
+			v.msgs = append(v.msgs, d.msg)
+			v.ids = append(v.ids, d.id)
+			i++
+			continue
+		}
+		// Read whole message lines from i on, up to a chunk (at least one),
+		// stopping before a line past MaxResumeLine.
 		start := s.msgs[i].offset
 		j := i + 1
-		for j < len(s.msgs) && s.msgs[j].offset+int64(s.msgs[j].length)-start <= decodeChunk {
+		for j < len(s.msgs) && s.msgs[j].length <= MaxResumeLine && s.msgs[j].offset+int64(s.msgs[j].length)-start <= decodeChunk {
 			j++
 		}
 		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
@@ -319,16 +475,7 @@ func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []C
 			if err != nil || e.Message == nil {
 				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
 			}
-			msg := *e.Message
-			if m.length > MaxResumeLine {
-				whole := pieceBytes(msg)
-				msg = model.ClipMessage(msg, resumeKeep, fmt.Sprintf("when this session was resumed: its transcript line (%d, %s) is over ink's resume line bound of %s; the transcript keeps it whole",
-					m.line, model.SizeString(int64(m.length)), model.SizeString(MaxResumeLine)))
-				if pieceBytes(msg) < whole {
-					clipped = append(clipped, ClippedLine{Line: m.line, Bytes: int64(m.length)})
-				}
-			}
-			v.msgs = append(v.msgs, msg)
+			v.msgs = append(v.msgs, *e.Message)
 			v.ids = append(v.ids, e.ID)
 		}
 		if n > decodeChunk {

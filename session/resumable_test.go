@@ -200,6 +200,19 @@ func TestReadForResumeKeepsOnlyTheHistory(t *testing.T) {
 	if v.Len() != 5 || v.ids[1] != lastIDs[18] || !strings.Contains(v.msgs[0].Text(), "summary 4") {
 		t.Fatalf("history: %d messages from %v; want the last summary and the last four messages", v.Len(), v.ids)
 	}
+	var tail int64
+	for _, m := range r.View().Messages()[1:] {
+		line, err := encodeEntry(Entry{Type: EntryMessage, ID: "x", Message: &m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail += int64(len(line))
+	}
+	// Only the four lines of the last retained tail were decoded (their
+	// entry ids are as long as "x" give or take the id's length).
+	if r.decoded < tail || r.decoded > tail+4*64 {
+		t.Errorf("decoded %d bytes, want the %d of the last tail's lines", r.decoded, tail)
+	}
 	if n := len(r.CallIDs()); n != 100 || len(r.Skeleton()) != 200 {
 		t.Fatalf("%d call ids and %d skeletons, want 100 and 200", n, len(r.Skeleton()))
 	}

@@ -659,6 +659,10 @@ func (a *attempt) openTranscript(l *lease.Lease, start session.AttemptEntry, pro
 		a.event(event.Warning{Text: fmt.Sprintf("transcript line %d is %s, over ink's resume line bound of %s: the model sees the start and end of each of its parts; the transcript keeps it whole",
 			c.Line, model.SizeString(c.Bytes), model.SizeString(session.MaxResumeLine))})
 	}
+	if o := opened.Omitted; o != nil {
+		a.event(event.Warning{Text: fmt.Sprintf("the history since the last compaction is over ink's resume history bound of %s: the model sees its most recent messages after a note that %d earlier ones (%s) were left out; the transcript keeps them",
+			model.SizeString(session.MaxResumeHistory), o.Messages, model.SizeString(o.Bytes))})
+	}
 	return opened.Writer, opened.View, nil
 }
 

@@ -70,16 +70,18 @@ func newTaskCmd(g *globals) *cobra.Command {
 			pre := preflight{watchProfiles: g.maxDepth >= 2, check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
 				return checkTaskInput(ctx, set, cwd, b, targs)
 			}}
+			var found *orchestrator.Resumed
 			if targs.Resume != nil {
 				pre.binding = func(ctx context.Context, home, cwd string) (model.Binding, error) {
-					h, err := resumedChild(home, cwd, *targs.Resume, parent)
+					r, err := resumedChild(home, cwd, *targs.Resume, parent)
 					if err != nil {
 						return model.Binding{}, err
 					}
+					found = &r
 					if f.Changed("model") || f.Changed("base-url") {
 						return g.binding(ctx)
 					}
-					return recordedBinding(ctx, h)
+					return recordedBinding(ctx, r.Child.Header)
 				}
 			}
 			env, err := setup(cmd.Context(), g, pre)
@@ -90,7 +92,7 @@ func newTaskCmd(g *globals) *cobra.Command {
 			survivePipeClose()
 			ctx, stop := interruptible(context.Background(), env.stdoutGone, env.display.Note, env.orc.KillAll)
 			defer stop()
-			res, err := env.orc.Task(ctx, orchestrator.TaskOptions{Args: targs, Parent: parent})
+			res, err := env.orc.Task(ctx, orchestrator.TaskOptions{Args: targs, Parent: parent, Found: found})
 			env.display.Close()
 			if err != nil {
 				if errors.Is(err, orchestrator.ErrBadInput) {

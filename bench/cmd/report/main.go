@@ -5,6 +5,11 @@
 //
 //	go run ./bench/cmd/report            # or: make bench
 //	go run ./bench/cmd/report -raw FILE  # render saved `go test -bench` output
+//	go run ./bench/cmd/report -only Resume  # run only these benchmarks
+//
+// -only runs the invocations whose benchmark pattern matches a regular
+// expression and prints their output, writing no report (the report
+// needs every row): for checking a few rows beside their floors.
 //
 // It runs the benchmarks of package bench one `go test` at a time. A
 // failing benchmark stops it before anything is written.
@@ -18,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -40,6 +46,7 @@ var runs = []run{
 	{"./bench", "^BenchmarkMaxParallel$", "3x"},
 	{"./bench", "^BenchmarkResumeRead$", "5x"},
 	{"./bench", "^BenchmarkResume$", "5x"},
+	{"./bench", "^BenchmarkResumeBeside$", "5x"},
 	{"./bench", "^BenchmarkLease$", "50x"},
 	{"./bench", "^BenchmarkWorktree$", "3x"},
 }
@@ -47,7 +54,15 @@ var runs = []run{
 func main() {
 	out := flag.String("o", "", "write the report here (default: docs/benchmarks.md in the module root)")
 	raw := flag.String("raw", "", "render this saved `go test -bench` output instead of running the benchmarks")
+	only := flag.String("only", "", "run only the benchmarks whose pattern matches this regular expression, print their output and write no report")
 	flag.Parse()
+	if *only != "" {
+		if err := runOnly(*only); err != nil {
+			fmt.Fprintln(os.Stderr, "report: "+err.Error())
+			os.Exit(1)
+		}
+		return
+	}
 	if err := report(*out, *raw); err != nil {
 		fmt.Fprintln(os.Stderr, "report: "+err.Error())
 		os.Exit(1)
@@ -91,12 +106,52 @@ func report(out, raw string) error {
 	return nil
 }
 
+// runOnly runs the invocations whose pattern matches the regular
+// expression only, echoing their output; it writes no report.
+func runOnly(only string) error {
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-only %q: %w", only, err)
+	}
+	var picked []run
+	for _, r := range runs {
+		if re.MatchString(r.pattern) {
+			picked = append(picked, r)
+		}
+	}
+	if len(picked) == 0 {
+		var names []string
+		for _, r := range runs {
+			names = append(names, r.pattern)
+		}
+		return fmt.Errorf("-only %q matches no benchmark; the benchmarks are %s", only, strings.Join(names, " "))
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	_, err = runEach(root, picked)
+	return err
+}
+
 // runAll runs every benchmark invocation in the module root, echoing the
 // output to stderr as it comes, and returns all of it.
 func runAll(root string, m *machine) ([]byte, error) {
-	var all bytes.Buffer
 	m.LoadBefore = loadAverage()
 	began := time.Now()
+	out, err := runEach(root, runs)
+	if err != nil {
+		return nil, err
+	}
+	m.LoadAfter = loadAverage()
+	m.Took = time.Since(began).Round(time.Second)
+	return out, nil
+}
+
+// runEach runs the invocations in order in the module root, echoing the
+// output to stderr as it comes, and returns all of it.
+func runEach(root string, runs []run) ([]byte, error) {
+	var all bytes.Buffer
 	for _, r := range runs {
 		args := []string{"test", "-run", "^$", "-bench", r.pattern, "-benchtime", r.benchtime, "-count", "1", "-timeout", "60m", r.pkg}
 		fmt.Fprintf(os.Stderr, "report: go %s\n", strings.Join(args, " "))
@@ -110,8 +165,6 @@ func runAll(root string, m *machine) ([]byte, error) {
 		}
 		all.Write(buf.Bytes())
 	}
-	m.LoadAfter = loadAverage()
-	m.Took = time.Since(began).Round(time.Second)
 	return all.Bytes(), nil
 }
 
