@@ -19,6 +19,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
 )
 
 // JSONLines returns a sink that writes each event as one JSON line to w
@@ -159,14 +160,14 @@ func (d *Display) rowFor(label string) *row {
 
 // worktreeSummary tells, on a child's end line, what became of its worktree.
 func worktreeSummary(w *session.WorktreeOutcome, childID string) string {
-	switch w.Disposition {
-	case "removed":
+	switch worktree.Disposition(w.Disposition) {
+	case worktree.DispositionRemoved:
 		return "; worktree removed (no changes)"
-	case "kept-work":
+	case worktree.DispositionKeptWork:
 		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %s`)", w.Branch, w.Path, childID)
-	case "kept-resumed", "kept-resumable":
+	case worktree.DispositionKeptResumed, worktree.DispositionKeptResumable:
 		return fmt.Sprintf("; worktree kept (no changes) on branch %s at %s for the child's resume", w.Branch, w.Path)
-	case "kept-unknown":
+	case worktree.DispositionKeptUnknown:
 		return fmt.Sprintf("; worktree kept for safety at %s: %s", w.Path, w.Detail)
 	default:
 		return fmt.Sprintf("; worktree %s: %s (see `ink worktrees ls`)", w.Disposition, w.Detail)

@@ -198,7 +198,7 @@ func (o *Orchestrator) childrenStatus(ar *agentRun, ids []string) controlAnswer 
 		}
 		list = append(list, st)
 	}
-	fmt.Fprintf(&b, "task_status: %d of %d %s still running or queued.", running, len(list), plural(len(list), "child", "children"))
+	fmt.Fprintf(&b, "task_status: %d of %d %s still running or queued.", running, len(list), Plural(len(list), "child", "children"))
 	for _, st := range list {
 		b.WriteString("\n")
 		b.WriteString(StatusLine(st))
@@ -309,7 +309,7 @@ func collectAnswer(tool string, targets []*trackedChild, timeoutMs *int64, inter
 	case len(out.Children) == 0:
 		fmt.Fprintf(&b, "%s: %s ended.", tool, countOf(len(targets), "child", "children", "the"))
 	default:
-		fmt.Fprintf(&b, "%s: %d of %d %s ended.", tool, len(out.Ended), len(targets), plural(len(targets), "child", "children"))
+		fmt.Fprintf(&b, "%s: %d of %d %s ended.", tool, len(out.Ended), len(targets), Plural(len(targets), "child", "children"))
 	}
 	out.Summary = b.String()
 	for _, bl := range blocks {
@@ -401,13 +401,6 @@ func (o *Orchestrator) pendingChildren(ar *agentRun) controlAnswer {
 	}
 	out.Content = b.String()
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // countOf renders "the child" / "all 3 children".

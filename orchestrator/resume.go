@@ -13,6 +13,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 	"github.com/inkdev/ink/worktree"
 )
 
@@ -163,8 +164,8 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !o.parentRecorded(parent.owner(), h.ID) {
 		add(codeNoRecord, "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
 	}
-	if launch.InkVersion != InkVersion {
-		add(codeVersionDrift, "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)
+	if launch.InkVersion != version.Ink {
+		add(codeVersionDrift, "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, version.Ink, launch.InkVersion)
 	}
 
 	// Agent.

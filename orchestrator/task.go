@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -14,15 +13,11 @@ import (
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/taskargs"
+	"github.com/inkdev/ink/version"
 	"github.com/inkdev/ink/worktree"
 )
-
-// InkVersion is recorded in launch records; a resume on another version is
-// refused (version-drift).
-var InkVersion = "0.1.0-dev"
 
 // TaskArgs are the arguments of a `task` call (package taskargs).
 type TaskArgs = taskargs.Args
@@ -141,36 +136,13 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	if parent.depth+1 > o.cfg.MaxDepth {
 		return plan, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth)
 	}
-	if args.Agent != nil {
-		p, err := o.profile(*args.Agent)
-		if err != nil {
-			return plan, err.Error()
-		}
-		plan.profile = &p
+	req, err := requestChild(o.profileSet(), args, parent.binding, o.getenv)
+	if err != nil {
+		return plan, "task: " + err.Error()
 	}
-	plan.binding = parent.binding
-	if prof := plan.profile; prof != nil {
-		b, note, err := o.profileBinding(*prof, parent.binding)
-		if err != nil {
-			return plan, "task: " + err.Error()
-		}
-		if note != "" {
-			plan.notes = append(plan.notes, note)
-		}
-		if b.Provider != "script" && b != parent.binding {
-			// The profile's own provider must be usable (its key set)
-			// before anything is created for the child.
-			if _, err := providers.Check(b, o.getenv); err != nil {
-				return plan, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source)
-			}
-		}
-		plan.binding = b
-		if prof.Worktree != nil {
-			plan.worktree = *prof.Worktree
-		}
-	}
-	if args.Worktree != nil {
-		plan.worktree = *args.Worktree
+	plan.profile, plan.binding, plan.worktree = req.profile, req.binding, req.worktree
+	if req.note != "" {
+		plan.notes = append(plan.notes, req.note)
 	}
 	var why string
 	if plan.remote, why = o.remoteChild(plan.profile); why != "" {
@@ -192,7 +164,6 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		plan.notes = append(plan.notes, note)
 	}
 	plan.tools = pool
-	var err error
 	boxRoot := parent.root // a worktree child's git state is confined another way
 	if plan.worktree || parent.gitDir != "" {
 		boxRoot = ""
@@ -231,7 +202,7 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	}
 	system := childSystem(parent.base, plan.tools, body, notice)
 	launch := &session.LaunchRecord{
-		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
+		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: version.Ink,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
 		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
 		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(),
@@ -416,25 +387,9 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 }
 
 // profileBinding resolves a profile's model against its parent's binding
-// (agents.Set.ResolveModel: Claude aliases, models.yaml) and gives it its
-// effective endpoint, with at most one note for the user (an alias that
-// fell back to the parent's model). A relative script:PATH is read from the
-// directory of the profile file, and must exist.
+// in the current profiles (resolveProfileBinding).
 func (o *Orchestrator) profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, string, error) {
-	b, note, err := o.profileSet().ResolveModel(prof, parent)
-	if err != nil {
-		return model.Binding{}, "", err
-	}
-	if b.Provider == "script" && b != parent {
-		dir := filepath.Dir(prof.Source) // the profile file's own directory, a subdirectory too
-		if !filepath.IsAbs(b.Model) {
-			b.Model = filepath.Join(dir, b.Model)
-		}
-		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
-			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, dir, prof.Source)
-		}
-	}
-	return providers.Resolve(b, o.getenv), note, nil
+	return resolveProfileBinding(o.profileSet(), prof, parent, o.getenv)
 }
 
 // timeoutFor applies the timeout precedence: the call's timeoutMs, else the
@@ -466,15 +421,6 @@ func sortedCopy(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // profileLimits gives a child's spec what its profile sets: its thinking

@@ -61,8 +61,10 @@ type TranscriptRef struct {
 
 // WorktreeOutcome says what became of a child's worktree after the attempt.
 type WorktreeOutcome struct {
-	Path        string `json:"path"`
-	Branch      string `json:"branch,omitempty"`
+	Path   string `json:"path"`
+	Branch string `json:"branch,omitempty"`
+	// Disposition is one of worktree.Disposition's values (removed,
+	// kept-work, …), kept as text: session sits below worktree.
 	Disposition string `json:"disposition"`
 	Detail      string `json:"detail,omitempty"`
 }

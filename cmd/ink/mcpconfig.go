@@ -21,6 +21,7 @@ import (
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/secret"
+	"github.com/inkdev/ink/version"
 )
 
 func newMCPConfigCmd() *cobra.Command {
@@ -211,7 +212,7 @@ func serveUnavailable(err error) error {
 		code = ee.code
 	}
 	fmt.Fprintf(os.Stderr, "ink: %s\nink: serving MCP anyway: every tool call answers with this message\n", why)
-	srv, nerr := mcpserver.New(mcpserver.Config{Unavailable: why, Version: orchestrator.InkVersion})
+	srv, nerr := mcpserver.New(mcpserver.Config{Unavailable: why, Version: version.Ink})
 	if nerr != nil {
 		return &exitError{code: exitFailed, msg: nerr.Error()}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/sandbox"
+	"github.com/inkdev/ink/version"
 )
 
 func newVersionCmd(g *globals) *cobra.Command {
@@ -35,7 +36,7 @@ func newVersionCmd(g *globals) *cobra.Command {
 				ctx = context.Background()
 			}
 			if g.json {
-				v := versionJSON{Version: orchestrator.InkVersion, Protocol: orchestrator.ProtocolVersion, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+				v := versionJSON{Version: version.Ink, Protocol: orchestrator.ProtocolVersion, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 				if g.verbose {
 					for _, st := range providers.Status(ctx, os.Getenv) {
 						st.Endpoint = displayEndpointOrEmpty(st.Endpoint)
@@ -44,7 +45,7 @@ func newVersionCmd(g *globals) *cobra.Command {
 				}
 				return printJSON(v)
 			}
-			fmt.Printf("ink %s (worker protocol %d, %s %s/%s)\n", orchestrator.InkVersion, orchestrator.ProtocolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Printf("ink %s (worker protocol %d, %s %s/%s)\n", version.Ink, orchestrator.ProtocolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			if g.verbose {
 				fmt.Println()
 				printProviders(ctx, os.Stdout, os.Getenv)
