@@ -85,10 +85,10 @@ func (o *Orchestrator) startBackground(ctx context.Context, parent *agentRun, ca
 	call.background = true
 	call.registered = func(t *trackedChild) { reg <- t }
 	final := make(chan taskAnswer, 1)
-	kids := parent.registry()
-	kids.background.Add(1)
+	children := parent.registry()
+	children.background.Add(1)
 	go func() {
-		defer kids.background.Done()
+		defer children.background.Done()
 		final <- o.task(ctx, parent, call, args)
 	}()
 	select {
@@ -128,20 +128,20 @@ func startedText(st ChildStatus) string {
 // lookup finds the named children, or explains which name is unknown and
 // which children there are.
 func lookup(ar *agentRun, tool string, ids []string) ([]*trackedChild, *controlAnswer) {
-	kids := ar.registry()
+	reg := ar.registry()
 	var out []*trackedChild
 	for _, id := range ids {
-		t := kids.get(id)
+		t := reg.get(id)
 		if t == nil {
 			a := refusal("%s: no child %q was started here. %s A child of an earlier run or session is continued with task({resume: %q, prompt: \"…\"}); its last result is in its transcript.",
-				tool, id, knownChildren(kids), id)
+				tool, id, knownChildren(reg), id)
 			return nil, &a
 		}
 		out = append(out, t)
 	}
 	// In call order, whatever order the ids were given in.
 	var ordered []*trackedChild
-	for _, t := range kids.all() {
+	for _, t := range reg.all() {
 		for _, x := range out {
 			if x == t {
 				ordered = append(ordered, t)
@@ -152,8 +152,8 @@ func lookup(ar *agentRun, tool string, ids []string) ([]*trackedChild, *controlA
 }
 
 // knownChildren lists the registry's children for a refusal.
-func knownChildren(kids *childRegistry) string {
-	all := kids.all()
+func knownChildren(reg *childRegistry) string {
+	all := reg.all()
 	if len(all) == 0 {
 		return "No child has been started here yet."
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/inkdev/ink/worktree"
 )
 
-// childEnd is one attempt of a child, from its task call to its answer.
-type childEnd struct {
+// childAttempt is one attempt of a child, from its task call to its answer.
+type childAttempt struct {
 	parent, child *agentRun
 	call          taskCall
 	args          TaskArgs
@@ -27,7 +27,7 @@ type childEnd struct {
 
 // finish assesses the worktree, composes the result and the TaskRecord, and
 // emits task.end.
-func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
+func (o *Orchestrator) finish(e childAttempt, res attemptResult) taskAnswer {
 	parent, child := e.parent, e.child
 	if res.Status == StatusRefused {
 		reason := fmt.Sprintf("task: %s. Start a new task instead.", res.Reason)

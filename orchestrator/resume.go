@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/agents"
-	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
@@ -90,23 +89,16 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	if len(problems) > 0 {
 		return refuse(problems...)
 	}
-	hdr, _ := json.Marshal(plan.header)
-	spec := ipc.AttemptSpec{
-		InkHome: o.cfg.InkHome, Transcript: info.Path, ExpectHeader: hdr, Repair: true,
-		AttemptID: session.NewID(), SessionID: childID, Agent: plan.child.agent, Label: plan.child.label,
-		Binding: plan.child.binding, System: plan.child.system, Tools: plan.child.tools,
-		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
-		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
-	}
-	profileLimits(&spec, plan.profile)
-	plan.sandbox.apply(&spec)
 	// A child with a worktree resumes where the run's launcher puts its
 	// children; one without stays local, since a remote child needs one.
+	var remoteWT *worktree.Record
 	if remote, _ := o.remoteChild(plan.profile); remote && plan.worktree != nil {
-		spec.Remote = remoteSpecOf(*plan.worktree)
-		plan.child.gitDir = ""
+		remoteWT = plan.worktree
 	}
-	return o.runChild(ctx, childEnd{
+	spec := o.childSpec(plan.child, args.Prompt, plan.profile, plan.sandbox, remoteWT)
+	spec.ExpectHeader, _ = json.Marshal(plan.header)
+	spec.Repair = true
+	return o.runChild(ctx, childAttempt{
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,
 	})

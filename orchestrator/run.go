@@ -63,6 +63,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	if err != nil {
 		return RunResult{}, err
 	}
+	o.limits(&spec)
 	box.apply(&spec)
 	if opts.SessionID != "" {
 		path, err := o.findMain(opts.SessionID)

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,16 +197,16 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	if wt != nil {
 		notice = worktreeNotice(wt.Path, wt.Branch, wt.Baseline, parent.cwd)
 	}
-	body, agentName := "", ""
-	if plan.profile != nil {
-		body, agentName = plan.profile.Body, plan.profile.Name
+	body, agentName, thinking := "", "", parent.thinking
+	if p := plan.profile; p != nil {
+		body, agentName, thinking = p.Body, p.Name, cmp.Or(p.Thinking, parent.thinking)
 	}
 	system := childSystem(parent.base, plan.tools, body, notice)
 	launch := &session.LaunchRecord{
 		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: version.Ink,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
 		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
-		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(),
+		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(), Thinking: thinking,
 	}
 	if p := plan.profile; p != nil {
 		launch.Agent = &session.AgentRef{Name: p.Name, Source: p.Source, RoleSHA256: p.RoleSHA256}
@@ -216,38 +217,54 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	child := &agentRun{
 		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
 		depth: parent.depth + 1, binding: plan.binding, system: system, base: parent.base, files: parent.files, tools: plan.tools,
-		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir,
+		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir, thinking: thinking,
 	}
 	if wt != nil {
 		child.gitDir = wt.PrivateGitDir()
 	}
-	spec := ipc.AttemptSpec{
-		InkHome: o.cfg.InkHome, Transcript: child.transcript,
-		Create:    &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch},
-		AttemptID: session.NewID(), SessionID: childID, Agent: agentName, Label: child.label,
-		Binding: plan.binding, System: system, Tools: plan.tools, Cwd: cwd, Root: root, Prompt: args.Prompt,
-		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: parent.thinking,
-	}
+	var remote *worktree.Record
 	if plan.remote {
-		spec.Remote = remoteSpecOf(*wt)
-		child.gitDir = ""
+		remote = wt
 	}
-	profileLimits(&spec, plan.profile)
-	launch.Thinking = spec.Thinking
-	child.thinking = spec.Thinking
-	plan.sandbox.apply(&spec)
-	return o.runChild(ctx, childEnd{
+	spec := o.childSpec(child, args.Prompt, plan.profile, plan.sandbox, remote)
+	spec.Create = &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch}
+	return o.runChild(ctx, childAttempt{
 		parent: parent, child: child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: wt,
 	})
+}
+
+// childSpec is the spec of one attempt of child — new or resumed — built
+// in this one place: who the child is and what it runs on, its profile's
+// limits over the run's (profileLimits, then limits), its bash sandbox,
+// and where it works: a remote child ships its worktree (remote, nil for
+// a local child), a local one's bash may write the git directory of the
+// worktree it works in, named from ink's record, never from the worktree.
+// The caller adds how the transcript opens (Create, or ExpectHeader and
+// Repair); supervise adds what only the launch knows (arm).
+func (o *Orchestrator) childSpec(child *agentRun, prompt string, prof *agents.Profile, box bashSandbox, remote *worktree.Record) ipc.AttemptSpec {
+	spec := ipc.AttemptSpec{
+		InkHome: o.cfg.InkHome, Transcript: child.transcript,
+		AttemptID: session.NewID(), SessionID: child.sessionID, Agent: child.agent, Label: child.label,
+		Binding: child.binding, System: child.system, Tools: child.tools, Cwd: child.cwd, Root: child.root, Prompt: prompt,
+		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: child.thinking,
+	}
+	profileLimits(&spec, prof)
+	o.limits(&spec)
+	box.apply(&spec)
+	if remote != nil {
+		spec.Remote = remoteSpecOf(*remote)
+		child.gitDir = ""
+	}
+	spec.WorktreeGitDir = child.gitDir
+	return spec
 }
 
 // runChild runs one attempt of a child inside the window and composes the
 // answer. A resumed child keeps its worktree whatever its state. Once every
 // check passed the child is in its parent's registry, where task_status,
 // task_wait and task_cancel find it.
-func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
-	o.armBudget(&e.spec)
+func (o *Orchestrator) runChild(ctx context.Context, e childAttempt) taskAnswer {
 	// A resume from a shell-like parent records its call only once the
 	// worker accepted the child (see runTracked).
 	if e.parent.onLaunch != nil && !e.resumed {
@@ -271,9 +288,6 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
-	// The child's bash may write the git directory of the worktree it
-	// works in, named from ink's record, never from the worktree.
-	e.spec.WorktreeGitDir = e.child.gitDir
 	ctx, tc := e.parent.registry().track(ctx, e)
 	e.child.track = tc
 	if e.call.registered != nil {
@@ -286,7 +300,7 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 
 // runTracked runs a registered child's attempt: it waits for a slot in the
 // window, supervises the worker and composes the answer.
-func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
+func (o *Orchestrator) runTracked(ctx context.Context, e childAttempt) taskAnswer {
 	release, err := o.window.acquire(ctx, e.call.ticket, func() {
 		e.child.track.queued()
 		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id, Background: e.call.background})
@@ -307,7 +321,6 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 		}
 		return ans
 	}
-	o.armBudget(&e.spec)
 	wtPath := ""
 	if e.wt != nil {
 		wtPath = e.wt.Path
