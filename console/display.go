@@ -24,16 +24,11 @@ import (
 
 // JSONLines returns a sink that writes each event as one JSON line to w
 // (the `--json` stream). After a write fails (stdout closed early) it
-// writes nothing more. It is safe for concurrent use.
-func JSONLines(w io.Writer) func(event.Envelope) {
-	return JSONLinesNotify(w, nil)
-}
-
-// JSONLinesNotify is JSONLines that also calls failed, once, with the error
-// of the first write that fails (EPIPE when the reader of stdout went
-// away), so that the caller can stop the run nobody reads any more.
-// failed runs on the caller's goroutine with no lock held.
-func JSONLinesNotify(w io.Writer, failed func(error)) func(event.Envelope) {
+// writes nothing more, and calls failed (when not nil), once, with that
+// write's error (EPIPE when the reader of stdout went away), so that the
+// caller can stop the run nobody reads any more. failed runs on the
+// caller's goroutine with no lock held. It is safe for concurrent use.
+func JSONLines(w io.Writer, failed func(error)) func(event.Envelope) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -178,16 +178,6 @@ func (r TaskRecord) Encode() (json.RawMessage, error) {
 	return json.RawMessage(bytes.TrimSuffix(line, []byte("\n"))), nil
 }
 
-// TruncateReason cuts s to at most MaxReasonRunes characters, ending in "…"
-// when it was cut.
-func TruncateReason(s string) string {
-	if utf8.RuneCountInString(s) <= MaxReasonRunes {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:MaxReasonRunes-1]) + "…"
-}
-
 // TaskRecordsOf returns every TaskRecord message m carries, in order: the
 // record of its own task result, then those of the background children it
 // collects (a task_wait result, or ink's closing note to an agent). A
