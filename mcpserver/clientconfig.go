@@ -10,16 +10,29 @@ import (
 	"github.com/inkdev/ink/orchestrator"
 )
 
-// The MCP clients `ink mcp config` writes a configuration for.
+// Client is an MCP client `ink mcp config` writes a configuration for: a
+// closed set.
+type Client string
+
+// The clients.
 const (
-	ClientClaude = "claude" // Claude Code: a `claude mcp add` command
-	ClientCodex  = "codex"  // Codex: an [mcp_servers.ink] table for ~/.codex/config.toml
-	ClientCursor = "cursor" // Cursor: an mcpServers entry for ~/.cursor/mcp.json
-	ClientJSON   = "json"   // any client that reads an mcp.json with ${VAR} expansion
+	ClientClaude Client = "claude" // Claude Code: a `claude mcp add` command
+	ClientCodex  Client = "codex"  // Codex: an [mcp_servers.ink] table for ~/.codex/config.toml
+	ClientCursor Client = "cursor" // Cursor: an mcpServers entry for ~/.cursor/mcp.json
+	ClientJSON   Client = "json"   // any client that reads an mcp.json with ${VAR} expansion
 )
 
 // Clients lists the clients ClientConfig knows, in the order help shows them.
-var Clients = []string{ClientClaude, ClientCodex, ClientCursor, ClientJSON}
+var Clients = []Client{ClientClaude, ClientCodex, ClientCursor, ClientJSON}
+
+// ClientNames is Clients joined by sep, for messages and help.
+func ClientNames(sep string) string {
+	names := make([]string, len(Clients))
+	for i, c := range Clients {
+		names[i] = string(c)
+	}
+	return strings.Join(names, sep)
+}
 
 // ClientSetup is what a client's configuration starts: ink's binary over
 // stdio, its flags, and the environment the server needs, which the client
@@ -54,7 +67,7 @@ var approvedTools = []string{"task", "task_cancel"}
 // ClientConfig renders the configuration of client for setup: text to paste
 // into the client's configuration (or, for Claude Code, to run), and notes
 // for the person: where it goes and how the keys reach the server.
-func ClientConfig(client string, setup ClientSetup) (text string, notes []string, err error) {
+func ClientConfig(client Client, setup ClientSetup) (text string, notes []string, err error) {
 	args := append([]string{"mcp"}, setup.Args...)
 	secrets := setup.secretVars()
 	switch client {
@@ -129,7 +142,7 @@ func ClientConfig(client string, setup ClientSetup) (text string, notes []string
 		}
 		return string(out) + "\n", notes, nil
 	}
-	return "", nil, fmt.Errorf("unknown client %q: give one of %s", client, strings.Join(Clients, ", "))
+	return "", nil, fmt.Errorf("unknown client %q: give one of %s", client, ClientNames(", "))
 }
 
 // secretVars are the variables of Forward whose values a configuration

@@ -37,7 +37,7 @@ func newMCPConfigCmd() *cobra.Command {
 			"--task-timeout, --sandbox, …). Notes on stderr say where it goes. Nothing is written.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if n := len(clientArgs(cmd, args)); n != 1 {
-				return usageErr("give one client: ink mcp config %s [-- FLAGS…]", strings.Join(mcpserver.Clients, "|"))
+				return usageErr("give one client: ink mcp config %s [-- FLAGS…]", mcpserver.ClientNames("|"))
 			}
 			return nil
 		},
@@ -61,7 +61,7 @@ func newMCPConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			text, more, err := mcpserver.ClientConfig(client, setup)
+			text, more, err := mcpserver.ClientConfig(mcpserver.Client(client), setup)
 			if err != nil {
 				return usageErr("%v", err)
 			}
