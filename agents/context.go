@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 )
@@ -48,4 +50,18 @@ func ProjectContext(cwd string) []ContextFile {
 		}
 	}
 	return out
+}
+
+// ContextUnchanged reports whether the instruction file at path still
+// holds what it held when it went into a prompt: sum is the hex SHA-256
+// of that content (a launch record's session.FileRef). A file that is
+// gone or unreadable has changed. A resume refuses a child whose files
+// changed (prompt-files-drift).
+func ContextUnchanged(path, sum string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:]) == sum
 }

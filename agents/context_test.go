@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,5 +41,30 @@ func TestProjectContext(t *testing.T) {
 	}
 	if got := ProjectContext(t.TempDir()); len(got) != 0 {
 		t.Fatalf("a directory without instruction files gave %d", len(got))
+	}
+}
+
+// TestContextUnchanged: a file that holds what was hashed is unchanged;
+// an edit, or its removal, is a change.
+func TestContextUnchanged(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "AGENTS.md")
+	if err := os.WriteFile(path, []byte("be brief\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256([]byte("be brief\n"))
+	sum := hex.EncodeToString(h[:])
+	if !ContextUnchanged(path, sum) {
+		t.Fatal("the same content counts as changed")
+	}
+	if err := os.WriteFile(path, []byte("be thorough\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ContextUnchanged(path, sum) {
+		t.Fatal("an edit counts as unchanged")
+	}
+	os.Remove(path)
+	if ContextUnchanged(path, sum) {
+		t.Fatal("a removed file counts as unchanged")
 	}
 }

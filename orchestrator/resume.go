@@ -253,8 +253,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		add(codeSystemDrift, "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
 	}
 	for _, f := range launch.System.Files {
-		data, err := os.ReadFile(f.Path)
-		if err != nil || sha256Hex(data) != f.SHA256 {
+		if !agents.ContextUnchanged(f.Path, f.SHA256) {
 			add(codePromptFilesDrift, "the project instructions %s changed or are gone since launch; restore them to resume, or start a new task that reads the new ones", f.Path)
 		}
 	}
