@@ -131,7 +131,7 @@ func TestLoadDuplicateNames(t *testing.T) {
 		t.Fatalf("reviewer from %s (%q), want %s", p.Source, p.Description, second)
 	}
 	want := `agent "reviewer" is also defined in ` + user + ", " + first + "; this file (" + second + ") is used, as the later one in load order"
-	if !contains(p.Notes, want) {
+	if !slices.Contains(p.Notes, want) {
 		t.Errorf("notes %q lack %q", p.Notes, want)
 	}
 	if sh := set.Shadowed(); len(sh) != 2 || sh[0].Shadowed != user || sh[1].Shadowed != first || sh[1].Winner != second {

@@ -29,8 +29,11 @@
 // a file of that name was skipped (Set.Lookup); renders the block that names
 // every agent in the main agent's system prompt within a budget (Advertise);
 // warns about skipped files once per file version, remembered in
-// $INK_HOME/agent-warnings.json (Announce); and reloads profiles when their
-// directories change (Watch).
+// $INK_HOME/agent-warnings.json (Announce); reloads profiles when their
+// directories change (Watch); and reads the project's own instructions for
+// coding agents, AGENTS.md and CLAUDE.md at the project root and in the
+// working directory (ProjectContext), which the supervisor puts into every
+// system prompt.
 //
 // The package imports no other ink package except model, for bindings.
 package agents

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,7 +156,7 @@ func (r *reader) read(fields []field) {
 		case "thinking":
 			level, ok := value.(string)
 			level = strings.ToLower(strings.TrimSpace(level))
-			if !ok || !contains(ThinkingLevels, level) {
+			if !ok || !slices.Contains(ThinkingLevels, level) {
 				r.fail(line, "thinking must be one of %s; got %s", strings.Join(ThinkingLevels, ", "), shown)
 				continue
 			}
@@ -177,7 +178,7 @@ func (r *reader) read(fields []field) {
 		case "sandbox":
 			mode, ok := value.(string)
 			mode = strings.ToLower(strings.TrimSpace(mode))
-			if !ok || !contains(SandboxModes, mode) {
+			if !ok || !slices.Contains(SandboxModes, mode) {
 				r.fail(line, "sandbox must be one of %s; got %s (remove the line for ink's default, workspace-write)", strings.Join(SandboxModes, ", "), shown)
 				continue
 			}
@@ -204,12 +205,12 @@ func (r *reader) read(fields []field) {
 			p.Network = &b
 		case "launcher":
 			l, ok := value.(string)
-			l = strings.ToLower(strings.TrimSpace(l))
-			if !ok || !contains(Launchers, l) {
-				r.fail(line, "launcher must be one of %s; got %s (remove the line to run where the run's --launcher says)", strings.Join(Launchers, ", "), shown)
+			launcher := Launcher(strings.ToLower(strings.TrimSpace(l)))
+			if !ok || !slices.Contains(Launchers, launcher) {
+				r.fail(line, "launcher must be one of %s, %s; got %s (remove the line to run where the run's --launcher says)", LauncherLocal, LauncherRemote, shown)
 				continue
 			}
-			p.Launcher = l
+			p.Launcher = launcher
 		case "isolation":
 			if s, _ := value.(string); strings.TrimSpace(s) == "worktree" {
 				isolationWorktree = true
@@ -277,7 +278,7 @@ func withoutDenied(tools, denied []string) []string {
 	}
 	kept := []string{}
 	for _, name := range tools {
-		if !contains(denied, name) {
+		if !slices.Contains(denied, name) {
 			kept = append(kept, name)
 		}
 	}

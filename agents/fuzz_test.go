@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,7 +59,7 @@ func FuzzParse(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, tool := range p.Tools {
-			if !contains(InkTools, tool) || seen[tool] {
+			if !slices.Contains(InkTools, tool) || seen[tool] {
 				t.Fatalf("tools %q: unknown or repeated %q", p.Tools, tool)
 			}
 			seen[tool] = true

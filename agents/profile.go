@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,9 +74,8 @@ type Profile struct {
 	// network; nil when absent (the run's --network decides).
 	Network *bool
 	// Launcher is the `launcher:` field: where the agent's workers run,
-	// one of Launchers ("local", or "remote": through the run's --launcher
-	// exec:…); "" when absent (the run's --launcher decides).
-	Launcher string
+	// one of Launchers; "" when absent (the run's --launcher decides).
+	Launcher Launcher
 	// Reloaded says the file (in this version) was loaded by a reload
 	// while the run was going, not when it started: written then, perhaps
 	// by an agent. Such a profile may set no sandbox field (sandbox:,
@@ -116,10 +116,20 @@ var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 // confined.
 var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"}
 
-// Launchers are the values of `launcher:`: "local" runs the agent's
-// workers on this machine; "remote" through the run's --launcher
-// exec:COMMAND, which the user must have given.
-var Launchers = []string{"local", "remote"}
+// Launcher is a value of a profile's `launcher:` field: a closed set.
+type Launcher string
+
+// The launchers a profile may ask for.
+const (
+	// LauncherLocal runs the agent's workers on this machine.
+	LauncherLocal Launcher = "local"
+	// LauncherRemote runs them through the run's --launcher exec:COMMAND,
+	// which the user must have given.
+	LauncherRemote Launcher = "remote"
+)
+
+// Launchers are the values of `launcher:`, in the order messages list them.
+var Launchers = []Launcher{LauncherLocal, LauncherRemote}
 
 // claudeCodeFields are the frontmatter keys Claude Code's agents use that
 // ink does not: they are kept in Extra with a note, without a warning.
@@ -420,17 +430,8 @@ func Slug(name string) string {
 	return b.String()
 }
 
-func contains(list []string, s string) bool {
-	for _, item := range list {
-		if item == s {
-			return true
-		}
-	}
-	return false
-}
-
 func appendUnique(list []string, s string) []string {
-	if contains(list, s) {
+	if slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -70,7 +71,7 @@ func inkToolName(written string) (string, dropReason) {
 	if name, ok := claudeToolNames[lower]; ok {
 		return name, dropNone
 	}
-	if contains(InkTools, lower) {
+	if slices.Contains(InkTools, lower) {
 		return lower, dropNone
 	}
 	if strings.HasPrefix(written, "mcp__") {
@@ -101,7 +102,7 @@ func (d *droppedTools) add(written string, why dropReason) {
 	if d.byReason == nil {
 		d.byReason = map[dropReason][]string{}
 	}
-	if contains(d.order, written) {
+	if slices.Contains(d.order, written) {
 		return
 	}
 	d.order = append(d.order, written)
@@ -176,7 +177,7 @@ func (p Profile) ChildTools(available []string, withheld map[string]string) (too
 		out = []string{}
 		for _, t := range p.Tools {
 			switch {
-			case contains(available, t):
+			case slices.Contains(available, t):
 				out = appendUnique(out, t)
 			case withheld[t] != "":
 				notHere = append(notHere, fmt.Sprintf("%s (%s)", t, withheld[t]))

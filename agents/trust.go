@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -86,7 +87,7 @@ func (t *Trust) Add(dir string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if contains(t.roots, real) {
+	if slices.Contains(t.roots, real) {
 		return nil
 	}
 	roots := append(append([]string(nil), t.roots...), real)
@@ -140,7 +141,7 @@ func (t *Trust) Trusted(dir string) bool {
 	key := realDir(dir)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return contains(t.roots, key)
+	return slices.Contains(t.roots, key)
 }
 
 // save writes roots to the trust file: a temp file in the same directory,

@@ -22,20 +22,16 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/worktree"
 )
 
 // JSONLines returns a sink that writes each event as one JSON line to w
 // (the `--json` stream). After a write fails (stdout closed early) it
-// writes nothing more. It is safe for concurrent use.
-func JSONLines(w io.Writer) func(event.Envelope) {
-	return JSONLinesNotify(w, nil)
-}
-
-// JSONLinesNotify is JSONLines that also calls failed, once, with the error
-// of the first write that fails (EPIPE when the reader of stdout went
-// away), so that the caller can stop the run nobody reads any more.
-// failed runs on the caller's goroutine with no lock held.
-func JSONLinesNotify(w io.Writer, failed func(error)) func(event.Envelope) {
+// writes nothing more, and calls failed (when not nil), once, with that
+// write's error (EPIPE when the reader of stdout went away), so that the
+// caller can stop the run nobody reads any more. failed runs on the
+// caller's goroutine with no lock held. It is safe for concurrent use.
+func JSONLines(w io.Writer, failed func(error)) func(event.Envelope) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -200,14 +196,14 @@ func (d *Display) rowFor(label string) *row {
 
 // worktreeSummary tells, on a child's end line, what became of its worktree.
 func worktreeSummary(w *session.WorktreeOutcome, childID string) string {
-	switch w.Disposition {
-	case "removed":
+	switch worktree.Disposition(w.Disposition) {
+	case worktree.DispositionRemoved:
 		return "; worktree removed (no changes)"
-	case "kept-work":
+	case worktree.DispositionKeptWork:
 		return fmt.Sprintf("; worktree kept on branch %s at %s (review with `ink worktrees diff %s`)", w.Branch, w.Path, childID)
-	case "kept-resumed", "kept-resumable":
+	case worktree.DispositionKeptResumed, worktree.DispositionKeptResumable:
 		return fmt.Sprintf("; worktree kept (no changes) on branch %s at %s for the child's resume", w.Branch, w.Path)
-	case "kept-unknown":
+	case worktree.DispositionKeptUnknown:
 		return fmt.Sprintf("; worktree kept for safety at %s: %s", w.Path, w.Detail)
 	default:
 		return fmt.Sprintf("; worktree %s: %s (see `ink worktrees ls`)", w.Disposition, w.Detail)

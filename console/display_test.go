@@ -225,7 +225,7 @@ func TestJSONLines(t *testing.T) {
 		{Seq: 4, Agent: "main", Session: "s1", Time: time.Now(), Body: event.RunEnd{Status: "completed", Rejected: 1}},
 	}
 	var buf bytes.Buffer
-	sink := JSONLines(&buf)
+	sink := JSONLines(&buf, nil)
 	for _, e := range evs {
 		sink(e)
 	}
@@ -247,7 +247,7 @@ func TestJSONLines(t *testing.T) {
 	}
 
 	w := &failingWriter{n: 2}
-	sink = JSONLines(w)
+	sink = JSONLines(w, nil)
 	for _, e := range evs {
 		sink(e)
 	}

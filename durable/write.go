@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 )
 
@@ -74,17 +73,11 @@ func MkdirAllLater(fsys FS, dir string, perm fs.FileMode) (sync func() error, er
 }
 
 // TempName is the name of a temp file beside path: hidden, marked
-// ".tmp-", unique. Readers that list a directory skip such names
-// (IsTemp), and the writer that owns path removes stale ones.
+// ".tmp-", unique. The writer that owns path removes stale ones.
 func TempName(path string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(b[:]))
-}
-
-// IsTemp reports whether a directory entry's name is one TempName makes.
-func IsTemp(name string) bool {
-	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
 
 // CreateExclusive creates the file path, which must not exist, holding data
@@ -121,6 +114,10 @@ func CreateExclusive(fsys FS, path string, data []byte, perm fs.FileMode) (File,
 // syncs the directory. A crash at any instant leaves the old file, or none,
 // or the new one whole; never an empty or partial one. path's directory
 // must exist.
+//
+// ink publishes its records through their own writers (lease records,
+// worktree records); WriteFile is the protocol in its plainest form, kept
+// for the crash tests of durable/crashfs, which check it at every instant.
 func WriteFile(fsys FS, path string, data []byte, perm fs.FileMode) error {
 	fsys = Or(fsys)
 	tmp := TempName(path)

@@ -3,7 +3,6 @@ package ipc
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -31,15 +30,6 @@ const MaxMessageSize = 64 << 20
 
 // pluginName is the name the worker service is dispensed under.
 const pluginName = "worker"
-
-// IsWorkerProcess reports whether this process was started by an ink host
-// as a worker, i.e. whether the magic cookie is in its environment. [Serve]
-// removes the cookie from the environment once it has been checked, so that
-// processes the worker starts do not inherit it; after that
-// IsWorkerProcess returns false.
-func IsWorkerProcess() bool {
-	return os.Getenv(MagicCookieKey) == MagicCookieValue
-}
 
 // handshakeConfig is the go-plugin handshake shared by host and worker.
 // ProtocolVersion is left zero: versions are negotiated through

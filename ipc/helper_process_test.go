@@ -351,3 +351,12 @@ func eventually(d time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// IsWorkerProcess reports whether this process was started by an ink host
+// as a worker, i.e. whether the magic cookie is in its environment. [Serve]
+// removes the cookie from the environment once it has been checked, so that
+// processes the worker starts do not inherit it; after that
+// IsWorkerProcess returns false.
+func IsWorkerProcess() bool {
+	return os.Getenv(MagicCookieKey) == MagicCookieValue
+}

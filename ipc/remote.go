@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/inkdev/ink/ipc/internal/pb"
+	"github.com/inkdev/ink/version"
 )
 
 // remoteGreeting starts the first line a remote worker writes on its
@@ -235,7 +236,7 @@ func checkGreeting(line string) error {
 	if proto != ProtocolVersion {
 		return &ProtocolMismatchError{Worker: proto, Host: ProtocolVersion}
 	}
-	if host := inkVersion(); f[2] != host {
+	if host := version.Ink; f[2] != host {
 		return &VersionMismatchError{Worker: f[2], Host: host}
 	}
 	return nil
@@ -435,7 +436,7 @@ func serveRemote(h Handler, in io.ReadCloser, out io.WriteCloser, logger *slog.L
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if _, err := fmt.Fprintf(out, "%s %d %s\n", remoteGreeting, ProtocolVersion, inkVersion()); err != nil {
+	if _, err := fmt.Fprintf(out, "%s %d %s\n", remoteGreeting, ProtocolVersion, version.Ink); err != nil {
 		return fmt.Errorf("serve remote worker: greet the host: %w", err)
 	}
 	watch := newHostWatch()

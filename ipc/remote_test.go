@@ -17,6 +17,7 @@ import (
 
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // execWorker builds an ExecConfig whose command runs the test binary in
@@ -50,8 +51,8 @@ func TestExecRoundTrip(t *testing.T) {
 	}
 	t.Cleanup(c.Kill)
 	info := c.Info()
-	if info.ProtocolVersion != ProtocolVersion || info.InkVersion != inkVersion() || info.Pid != readPid(pidFile) {
-		t.Fatalf("Info = %+v, want protocol %d, version %s, pid %d", info, ProtocolVersion, inkVersion(), readPid(pidFile))
+	if info.ProtocolVersion != ProtocolVersion || info.InkVersion != version.Ink || info.Pid != readPid(pidFile) {
+		t.Fatalf("Info = %+v, want protocol %d, version %s, pid %d", info, ProtocolVersion, version.Ink, readPid(pidFile))
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -106,7 +107,7 @@ func TestExecRefusals(t *testing.T) {
 		want []string
 		as   any
 	}{
-		{"remote-worker-other-version", []string{"the remote worker is ink v0.0.1-elsewhere and this ink is " + inkVersion(), "install the same version"}, new(*VersionMismatchError)},
+		{"remote-worker-other-version", []string{"the remote worker is ink v0.0.1-elsewhere and this ink is " + version.Ink, "install the same version"}, new(*VersionMismatchError)},
 		{"remote-worker-chatty", []string{`"Welcome to buildbox! Last login: yesterday"`, "print nothing before it"}, nil},
 		{"exit", []string{"printed nothing", "is ink installed"}, nil},
 	} {

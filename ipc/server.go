@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/inkdev/ink/ipc/internal/pb"
+	"github.com/inkdev/ink/version"
 )
 
 // Handler runs attempts on the worker side. ipc answers Info itself. Each
@@ -152,7 +152,7 @@ func (s *workerServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoReply, er
 	s.stdio.redirect()
 	return &pb.InfoReply{
 		ProtocolVersion: uint32(s.infoVersion),
-		InkVersion:      inkVersion(),
+		InkVersion:      version.Ink,
 		Pid:             int64(os.Getpid()),
 	}, nil
 }
@@ -163,15 +163,6 @@ func (s *workerServer) Attempt(stream pb.Worker_AttemptServer) error {
 	s.watch.attemptBegin()
 	defer s.watch.attemptEnd()
 	return s.handler.Attempt(&WorkerStream{s: stream})
-}
-
-// inkVersion returns the main module's version from the build info.
-func inkVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(unknown)"
-	}
-	return bi.Main.Version
 }
 
 // hostWatch follows the host's connections (as a gRPC stats handler) and

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // The test binary re-executes itself as a lease holder when helperEnv is set;
@@ -322,4 +324,15 @@ func (h *helperProc) wait(tb testing.TB) error {
 			return errors.New("helper did not exit")
 		}
 	}
+}
+
+// writeMetaAtomic replaces the metadata file with m: it writes a temp file in
+// the same directory, fsyncs it, renames it over path and fsyncs the
+// directory, so readers see either the old or the new content, never a mix.
+func writeMetaAtomic(path string, m *Meta) error {
+	p, err := prepareMeta(durable.OS, path, m, true, false)
+	if err != nil {
+		return err
+	}
+	return p.commit()
 }

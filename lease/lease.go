@@ -81,6 +81,10 @@ type Lease struct {
 // and is a *BusyError naming the holder. A lease file that is a symlink,
 // directory or special file yields an error matching ErrBadLeaseFile. The
 // caller must Release the lease.
+//
+// ink acquires through AcquireWith (with its heartbeat interval); this
+// zero-options form is kept for the tests and benchmarks of lease, bench
+// and launcher/command.
 func Acquire(path string, owner Owner) (*Lease, error) {
 	return AcquireWith(path, owner, Options{})
 }

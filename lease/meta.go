@@ -60,6 +60,9 @@ func MetaPath(path string) string { return path + ".lease.json" }
 // holder's heartbeat, progress and budget, rewritten every beat and never
 // synced. It is kept apart from the record so that a beat, which a crash
 // may leave empty, can never take the epoch with it.
+//
+// ink reaches the beat file from the record's path (beatPathOf); BeatPath
+// is kept for tests outside lease that tamper with a holder's beat.
 func BeatPath(path string) string { return path + ".lease.beat" }
 
 // beatPathOf returns the heartbeat path beside a metadata path.
@@ -135,17 +138,6 @@ func readRecord(path string) (*Meta, error) {
 		return nil, fmt.Errorf("lease metadata %s is corrupt (%v); it holds the fencing epoch, so ink will not guess one: inspect it, and delete it to start counting again at epoch 1", path, err)
 	}
 	return &m, nil
-}
-
-// writeMetaAtomic replaces the metadata file with m: it writes a temp file in
-// the same directory, fsyncs it, renames it over path and fsyncs the
-// directory, so readers see either the old or the new content, never a mix.
-func writeMetaAtomic(path string, m *Meta) error {
-	p, err := prepareMeta(durable.OS, path, m, true, false)
-	if err != nil {
-		return err
-	}
-	return p.commit()
 }
 
 // preparedMeta is metadata written and synced to a temp file, not yet

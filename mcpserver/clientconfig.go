@@ -6,18 +6,33 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/inkdev/ink/orchestrator"
 )
 
-// The MCP clients `ink mcp config` writes a configuration for.
+// Client is an MCP client `ink mcp config` writes a configuration for: a
+// closed set.
+type Client string
+
+// The clients.
 const (
-	ClientClaude = "claude" // Claude Code: a `claude mcp add` command
-	ClientCodex  = "codex"  // Codex: an [mcp_servers.ink] table for ~/.codex/config.toml
-	ClientCursor = "cursor" // Cursor: an mcpServers entry for ~/.cursor/mcp.json
-	ClientJSON   = "json"   // any client that reads an mcp.json with ${VAR} expansion
+	ClientClaude Client = "claude" // Claude Code: a `claude mcp add` command
+	ClientCodex  Client = "codex"  // Codex: an [mcp_servers.ink] table for ~/.codex/config.toml
+	ClientCursor Client = "cursor" // Cursor: an mcpServers entry for ~/.cursor/mcp.json
+	ClientJSON   Client = "json"   // any client that reads an mcp.json with ${VAR} expansion
 )
 
 // Clients lists the clients ClientConfig knows, in the order help shows them.
-var Clients = []string{ClientClaude, ClientCodex, ClientCursor, ClientJSON}
+var Clients = []Client{ClientClaude, ClientCodex, ClientCursor, ClientJSON}
+
+// ClientNames is Clients joined by sep, for messages and help.
+func ClientNames(sep string) string {
+	names := make([]string, len(Clients))
+	for i, c := range Clients {
+		names[i] = string(c)
+	}
+	return strings.Join(names, sep)
+}
 
 // ClientSetup is what a client's configuration starts: ink's binary over
 // stdio, its flags, and the environment the server needs, which the client
@@ -52,7 +67,7 @@ var approvedTools = []string{"task", "task_cancel"}
 // ClientConfig renders the configuration of client for setup: text to paste
 // into the client's configuration (or, for Claude Code, to run), and notes
 // for the person: where it goes and how the keys reach the server.
-func ClientConfig(client string, setup ClientSetup) (text string, notes []string, err error) {
+func ClientConfig(client Client, setup ClientSetup) (text string, notes []string, err error) {
 	args := append([]string{"mcp"}, setup.Args...)
 	secrets := setup.secretVars()
 	switch client {
@@ -75,7 +90,7 @@ func ClientConfig(client string, setup ClientSetup) (text string, notes []string
 		fmt.Fprintf(&b, "tools = { %s }\n", strings.Join(tools, ", "))
 		notes = append(notes, "paste this table into ~/.codex/config.toml (or a trusted project's .codex/config.toml), after its top-level keys")
 		if len(setup.Forward) > 0 {
-			notes = append(notes, fmt.Sprintf("env_vars passes %s from Codex's environment: start Codex where %s set", strings.Join(setup.Forward, ", "), plural(setup.Forward, "it is", "they are")))
+			notes = append(notes, fmt.Sprintf("env_vars passes %s from Codex's environment: start Codex where %s set", strings.Join(setup.Forward, ", "), orchestrator.Plural(len(setup.Forward), "it is", "they are")))
 		}
 		notes = append(notes, "task and task_cancel run without asking (approval_mode \"approve\"), so that they work under approval policy \"never\"; worktree_merge follows your approval policy")
 		return b.String(), notes, nil
@@ -94,7 +109,7 @@ func ClientConfig(client string, setup ClientSetup) (text string, notes []string
 		}
 		notes = append(notes, "run this command once; --scope user makes ink available in every project (ink works in the directory Claude Code runs in)")
 		if len(secrets) > 0 {
-			notes = append(notes, fmt.Sprintf("Claude Code starts ink with its own environment, so %s %s ink when Claude Code runs where %s set; %s not written into Claude Code's configuration", strings.Join(secrets, ", "), plural(secrets, "reaches", "reach"), plural(secrets, "it is", "they are"), plural(secrets, "it is", "they are")))
+			notes = append(notes, fmt.Sprintf("Claude Code starts ink with its own environment, so %s %s ink when Claude Code runs where %s set; %s not written into Claude Code's configuration", strings.Join(secrets, ", "), orchestrator.Plural(len(secrets), "reaches", "reach"), orchestrator.Plural(len(secrets), "it is", "they are"), orchestrator.Plural(len(secrets), "it is", "they are")))
 		}
 		return strings.Join(quoted, " ") + "\n", notes, nil
 	case ClientCursor, ClientJSON:
@@ -123,19 +138,11 @@ func ClientConfig(client string, setup ClientSetup) (text string, notes []string
 		}
 		notes = append(notes, where)
 		if len(secrets) > 0 {
-			notes = append(notes, fmt.Sprintf("%s %s passed as %s (%s), expanded from the client's environment when it starts ink: start the client where %s set; a client that does not expand references passes them as text, which ink reports", strings.Join(secrets, ", "), plural(secrets, "is", "are"), plural(secrets, "a reference", "references"), ref(secrets[0]), plural(secrets, "it is", "they are")))
+			notes = append(notes, fmt.Sprintf("%s %s passed as %s (%s), expanded from the client's environment when it starts ink: start the client where %s set; a client that does not expand references passes them as text, which ink reports", strings.Join(secrets, ", "), orchestrator.Plural(len(secrets), "is", "are"), orchestrator.Plural(len(secrets), "a reference", "references"), ref(secrets[0]), orchestrator.Plural(len(secrets), "it is", "they are")))
 		}
 		return string(out) + "\n", notes, nil
 	}
-	return "", nil, fmt.Errorf("unknown client %q: give one of %s", client, strings.Join(Clients, ", "))
-}
-
-// plural is one when list has one element, else many.
-func plural(list []string, one, many string) string {
-	if len(list) == 1 {
-		return one
-	}
-	return many
+	return "", nil, fmt.Errorf("unknown client %q: give one of %s", client, ClientNames(", "))
 }
 
 // secretVars are the variables of Forward whose values a configuration

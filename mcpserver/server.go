@@ -59,6 +59,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/inkdev/ink/orchestrator"
+	"github.com/inkdev/ink/version"
 )
 
 // Config configures a Server.
@@ -109,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Version == "" {
-		cfg.Version = orchestrator.InkVersion
+		cfg.Version = version.Ink
 	}
 	s := &Server{cfg: cfg, sessions: map[*mcp.ServerSession]*connection{}}
 	instr := instructions

@@ -182,6 +182,10 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 func (g *lineGuard) Close() error { return g.body.Close() }
 
 // IsReplyTooLarge reports whether err is or wraps a *ReplyTooLargeError.
+//
+// It is kept for the tests of the providers and the loop, which check that
+// a reply over the bound fails with this error; ink itself returns it
+// (NewReplyTooLargeError) and never branches on it.
 func IsReplyTooLarge(err error) bool {
 	var e *ReplyTooLargeError
 	return errors.As(err, &e)

@@ -85,10 +85,10 @@ func (o *Orchestrator) startBackground(ctx context.Context, parent *agentRun, ca
 	call.background = true
 	call.registered = func(t *trackedChild) { reg <- t }
 	final := make(chan taskAnswer, 1)
-	kids := parent.registry()
-	kids.background.Add(1)
+	children := parent.registry()
+	children.background.Add(1)
 	go func() {
-		defer kids.background.Done()
+		defer children.background.Done()
 		final <- o.task(ctx, parent, call, args)
 	}()
 	select {
@@ -128,20 +128,20 @@ func startedText(st ChildStatus) string {
 // lookup finds the named children, or explains which name is unknown and
 // which children there are.
 func lookup(ar *agentRun, tool string, ids []string) ([]*trackedChild, *controlAnswer) {
-	kids := ar.registry()
+	reg := ar.registry()
 	var out []*trackedChild
 	for _, id := range ids {
-		t := kids.get(id)
+		t := reg.get(id)
 		if t == nil {
 			a := refusal("%s: no child %q was started here. %s A child of an earlier run or session is continued with task({resume: %q, prompt: \"…\"}); its last result is in its transcript.",
-				tool, id, knownChildren(kids), id)
+				tool, id, knownChildren(reg), id)
 			return nil, &a
 		}
 		out = append(out, t)
 	}
 	// In call order, whatever order the ids were given in.
 	var ordered []*trackedChild
-	for _, t := range kids.all() {
+	for _, t := range reg.all() {
 		for _, x := range out {
 			if x == t {
 				ordered = append(ordered, t)
@@ -152,8 +152,8 @@ func lookup(ar *agentRun, tool string, ids []string) ([]*trackedChild, *controlA
 }
 
 // knownChildren lists the registry's children for a refusal.
-func knownChildren(kids *childRegistry) string {
-	all := kids.all()
+func knownChildren(reg *childRegistry) string {
+	all := reg.all()
 	if len(all) == 0 {
 		return "No child has been started here yet."
 	}
@@ -198,7 +198,7 @@ func (o *Orchestrator) childrenStatus(ar *agentRun, ids []string) controlAnswer 
 		}
 		list = append(list, st)
 	}
-	fmt.Fprintf(&b, "task_status: %d of %d %s still running or queued.", running, len(list), plural(len(list), "child", "children"))
+	fmt.Fprintf(&b, "task_status: %d of %d %s still running or queued.", running, len(list), Plural(len(list), "child", "children"))
 	for _, st := range list {
 		b.WriteString("\n")
 		b.WriteString(StatusLine(st))
@@ -309,7 +309,7 @@ func collectAnswer(tool string, targets []*trackedChild, timeoutMs *int64, inter
 	case len(out.Children) == 0:
 		fmt.Fprintf(&b, "%s: %s ended.", tool, countOf(len(targets), "child", "children", "the"))
 	default:
-		fmt.Fprintf(&b, "%s: %d of %d %s ended.", tool, len(out.Ended), len(targets), plural(len(targets), "child", "children"))
+		fmt.Fprintf(&b, "%s: %d of %d %s ended.", tool, len(out.Ended), len(targets), Plural(len(targets), "child", "children"))
 	}
 	out.Summary = b.String()
 	for _, bl := range blocks {
@@ -401,13 +401,6 @@ func (o *Orchestrator) pendingChildren(ar *agentRun) controlAnswer {
 	}
 	out.Content = b.String()
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // countOf renders "the child" / "all 3 children".

@@ -88,16 +88,12 @@ func (o *Orchestrator) noteUsage(u model.Usage) {
 // for ever stops on its own.
 const DefaultMaxTurns = 500
 
-// armBudget gives a spec the run's budget, the turn cap (its profile's,
-// else the run's, else DefaultMaxTurns) and the context window override.
-func (o *Orchestrator) armBudget(spec *ipc.AttemptSpec) {
+// limits gives a spec the run's turn cap and context window where its
+// profile set none (profileLimits runs first): the turn cap is the
+// profile's, else the run's, else DefaultMaxTurns.
+func (o *Orchestrator) limits(spec *ipc.AttemptSpec) {
 	spec.MaxTurns = cmp.Or(spec.MaxTurns, o.cfg.MaxTurns, DefaultMaxTurns)
-	if spec.ContextWindow == 0 {
-		spec.ContextWindow = o.cfg.ContextWindow
-	}
-	if o.budget.limit > 0 {
-		spec.Budget, spec.BudgetRemaining = o.budget.limit, o.budget.remaining()
-	}
+	spec.ContextWindow = cmp.Or(spec.ContextWindow, o.cfg.ContextWindow)
 }
 
 // report is the budget for run.end, or nil without one.

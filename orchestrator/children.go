@@ -253,7 +253,7 @@ type childRegistry struct {
 // track registers the child of e and returns it with a context that
 // task_cancel can cancel. The child's live status is fed by its
 // supervisor (agentRun.track).
-func (r *childRegistry) track(ctx context.Context, e childEnd) (context.Context, *trackedChild) {
+func (r *childRegistry) track(ctx context.Context, e childAttempt) (context.Context, *trackedChild) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	t := &trackedChild{
 		id: e.child.sessionID, label: e.child.label, agent: e.child.agent, prompt: e.args.Prompt,

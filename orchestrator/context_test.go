@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inkdev/ink/agents"
 )
 
 func TestProjectContext(t *testing.T) {
@@ -31,11 +33,11 @@ func TestProjectContext(t *testing.T) {
 	}
 	write(filepath.Join(sub, "CLAUDE.md"), "The service speaks gRPC.\n")
 
-	files := projectContext(sub)
-	if len(files) != 2 || files[0].path != filepath.Join(root, "AGENTS.md") || files[1].path != filepath.Join(sub, "CLAUDE.md") {
+	files := agents.ProjectContext(sub)
+	if len(files) != 2 || files[0].Path != filepath.Join(root, "AGENTS.md") || files[1].Path != filepath.Join(sub, "CLAUDE.md") {
 		var got []string
 		for _, f := range files {
-			got = append(got, f.path)
+			got = append(got, f.Path)
 		}
 		t.Fatalf("context files = %v", got)
 	}
@@ -49,7 +51,7 @@ func TestProjectContext(t *testing.T) {
 	if len(refs) != 2 || refs[0].SHA256 != sha256Hex([]byte("Run go test before you report.\n")) {
 		t.Fatalf("refs = %+v", refs)
 	}
-	if got := projectContext(t.TempDir()); len(got) != 0 {
+	if got := agents.ProjectContext(t.TempDir()); len(got) != 0 {
 		t.Fatalf("a directory without instruction files gave %d", len(got))
 	}
 }
@@ -57,7 +59,7 @@ func TestProjectContext(t *testing.T) {
 func TestRenderContextCapsLongFiles(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", maxContextBytes) // 2 bytes each: twice the cap
-	out := renderContext([]contextFile{{path: "/p/AGENTS.md", data: []byte(long)}})
+	out := renderContext([]agents.ContextFile{{Path: "/p/AGENTS.md", Data: []byte(long)}})
 	if !strings.Contains(out, "/p/AGENTS.md is longer; its first 32768 bytes are shown") {
 		t.Fatalf("no truncation note:\n%s", out[len(out)-200:])
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/inkdev/ink/worktree"
 )
 
-// childEnd is one attempt of a child, from its task call to its answer.
-type childEnd struct {
+// childAttempt is one attempt of a child, from its task call to its answer.
+type childAttempt struct {
 	parent, child *agentRun
 	call          taskCall
 	args          TaskArgs
@@ -27,7 +27,7 @@ type childEnd struct {
 
 // finish assesses the worktree, composes the result and the TaskRecord, and
 // emits task.end.
-func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
+func (o *Orchestrator) finish(e childAttempt, res attemptResult) taskAnswer {
 	parent, child := e.parent, e.child
 	if res.Status == StatusRefused {
 		reason := fmt.Sprintf("task: %s. Start a new task instead.", res.Reason)
@@ -77,7 +77,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 		// even a clean one is kept for that.
 		disp, detail, lines := o.settleWorktree(*e.wt, e.resumed, present && res.Status != StatusCompleted)
 		wtLines = lines
-		rec.Worktree = &session.WorktreeOutcome{Path: e.wt.Path, Branch: e.wt.Branch, Disposition: disp, Detail: clip(detail, session.MaxReasonRunes)}
+		rec.Worktree = &session.WorktreeOutcome{Path: e.wt.Path, Branch: e.wt.Branch, Disposition: string(disp), Detail: clip(detail, session.MaxReasonRunes)}
 	}
 	in := resultInput{
 		Status: res.Status, Reason: res.Reason, Text: res.Text, Turns: res.Turns, Usage: res.Usage,
@@ -105,7 +105,7 @@ func (o *Orchestrator) finish(e childEnd, res attemptResult) taskAnswer {
 // removes it only when it is clean, the child was not resumed and cannot
 // be resumed (it completed). The returned line tells
 // the user what happened to it and why.
-func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition, detail string, lines []string) {
+func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bool) (disposition worktree.Disposition, detail string, lines []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := o.ws.Unlock(ctx, rec); err != nil {
@@ -115,11 +115,11 @@ func (o *Orchestrator) settleWorktree(rec worktree.Record, resumed, resumable bo
 		a := o.ws.Assess(ctx, rec)
 		switch {
 		case a.State == worktree.Clean && resumed:
-			return "kept-resumed", "a resumed worktree is never removed", []string{fmt.Sprintf(
+			return worktree.DispositionKeptResumed, "a resumed worktree is never removed", []string{fmt.Sprintf(
 				"[task] no changes since baseline %s; worktree %s and branch %s kept (a resumed child's worktree is never removed; remove it with `ink worktrees rm %s`)",
 				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch, rec.ChildID())}
 		case a.State == worktree.Clean:
-			return "kept-resumable", "no changes; kept so that the child can be resumed in it", []string{fmt.Sprintf(
+			return worktree.DispositionKeptResumable, "no changes; kept so that the child can be resumed in it", []string{fmt.Sprintf(
 				"[task] no changes since baseline %s; worktree %s and branch %s kept so that the child can be resumed in it (`ink worktrees prune` keeps it while the child can be resumed)",
 				worktree.ShortSHA(rec.Baseline), rec.Path, rec.Branch)}
 		case a.State == worktree.WorkPresent:
@@ -148,5 +148,5 @@ func (o *Orchestrator) lifetimeLine(path string) []string {
 	if total.Incomplete {
 		ge = "≥"
 	}
-	return []string{fmt.Sprintf("(child lifetime: %s, %s%s in / %s%s out)", fmt.Sprintf("%d %s", life.Attempts, plural(life.Attempts, "attempt", "attempts")), ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
+	return []string{fmt.Sprintf("(child lifetime: %s, %s%s in / %s%s out)", fmt.Sprintf("%d %s", life.Attempts, Plural(life.Attempts, "attempt", "attempts")), ge, CompactTokens(total.Input), ge, CompactTokens(total.Output))}
 }

@@ -288,11 +288,20 @@ func New(cfg Config) (*Orchestrator, error) {
 // getenv reads the host environment the orchestrator was configured with.
 func (o *Orchestrator) getenv(k string) string { return o.env[k] }
 
-// arm gives spec what its worker needs to reach its provider and nothing
-// more: its own binding's credentials by value, the provider settings set
+// arm gives spec, as its worker is launched, what only the launch knows:
+// the tree's budget and what it has left, the worker's window over one
+// message's calls, and what it needs to reach its provider and nothing
+// more — its own binding's credentials by value, the provider settings set
 // on the host (the stall limits), every other configured secret by
 // fingerprint only.
 func (o *Orchestrator) arm(spec *ipc.AttemptSpec) {
+	if o.budget.limit > 0 {
+		spec.Budget, spec.BudgetRemaining = o.budget.limit, o.budget.remaining()
+	}
+	// The worker's own window over one message's safe calls is at least
+	// the tree's, so every task call of a message reaches the supervisor,
+	// which queues what the tree's window cannot take yet (task.queued).
+	spec.MaxParallel = max(o.cfg.MaxParallel, loopWindow)
 	spec.Credentials = providers.Credentials(spec.Binding, o.getenv)
 	spec.Settings = providers.WorkerSettings(o.getenv)
 	var others []secret.Secret

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // bytesRead is what this process has read from files so far: rchar of
@@ -58,7 +59,7 @@ func writeSession(t *testing.T, home, cwd, id string, created time.Time, pad int
 // file, with one message of pad bytes and an attempt end.
 func writeChild(t *testing.T, mainPath, parentID, cwd, file, id string, pad int) string {
 	t.Helper()
-	launch := &session.LaunchRecord{Version: 1, ParentSessionID: parentID, ChildID: id, InkVersion: InkVersion, Binding: testBinding, Cwd: cwd,
+	launch := &session.LaunchRecord{Version: 1, ParentSessionID: parentID, ChildID: id, InkVersion: version.Ink, Binding: testBinding, Cwd: cwd,
 		Tools: []string{"read"}, System: session.SystemRef{SHA256: session.SystemFingerprint("x")}, Depth: 1, MaxDepth: 1}
 	path := filepath.Join(session.ChildrenDir(mainPath), file)
 	w, err := session.Create(path, session.Header{ID: id, Cwd: cwd, Parent: parentID, Launch: launch})

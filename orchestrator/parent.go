@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
@@ -113,7 +114,7 @@ func (o *Orchestrator) NewParent(opts ParentOptions) *Parent {
 		label: label, sessionID: id, transcript: session.MainPath(o.cfg.InkHome, o.cfg.Cwd, id),
 		depth: 0, binding: o.cfg.Binding, tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd, shell: opts.Shell,
 	}
-	files := projectContext(o.cfg.Cwd)
+	files := agents.ProjectContext(o.cfg.Cwd)
 	ar.base = promptBase{cwd: o.cfg.Cwd, date: time.Now(), set: o.profileSet(), files: files}
 	ar.system = ar.base.system(tools)
 	ar.files = contextRefs(files)

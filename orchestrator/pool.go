@@ -206,10 +206,3 @@ func (p *warmPool) close() {
 	wg.Wait()
 	<-p.done
 }
-
-// idleCount is how many idle workers the pool holds.
-func (p *warmPool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // loses is a main agent whose supervisor is lost mid fan-out: it makes
@@ -185,7 +186,7 @@ func childOf(t testing.TB, main *transcriptBuilder, cwd string) *transcriptBuild
 func agentChildOf(t testing.TB, main *transcriptBuilder, cwd, agent string) *transcriptBuilder {
 	id := session.NewID()
 	launch := &session.LaunchRecord{
-		Version: 1, ParentSessionID: main.id, ChildID: id, InkVersion: InkVersion, Binding: testBinding, Cwd: cwd,
+		Version: 1, ParentSessionID: main.id, ChildID: id, InkVersion: version.Ink, Binding: testBinding, Cwd: cwd,
 		Tools: []string{"read"}, System: session.SystemRef{SHA256: session.SystemFingerprint("x")}, Depth: 1, MaxDepth: 1,
 	}
 	if agent != "" {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -59,6 +60,8 @@ func TestRejectionsChangeNothing(t *testing.T) {
 			want: []string{"is not inside a git repository; retry the task without worktree"}},
 		{name: "profile model script missing", args: `{"prompt":"x","agent":"scripted"}`, profiles: map[string]string{"scripted": "model: script:nothere.yaml\n"},
 			want: []string{`task: agent "scripted": model script:nothere.yaml: no such script file`, "fix the model: line of"}},
+		{name: "profile model script that does not load", args: `{"prompt":"x","agent":"broken"}`, profiles: map[string]string{"broken": "model: script:/dev/null\n"},
+			want: []string{`task: agent "broken": model script:/dev/null: `}},
 		{name: "profile provider without a key", args: `{"prompt":"x","agent":"gpt"}`, profiles: map[string]string{"gpt": "model: openai/gpt-5-mini\n"},
 			environ: []string{"PATH=/usr/bin"},
 			want:    []string{`task: agent "gpt": `, "OPENAI_API_KEY", "or change the model: line of"}},
@@ -133,7 +136,7 @@ func TestProfileShapesTheChild(t *testing.T) {
 		if err := os.MkdirAll(scriptDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(scriptDir, "scout.yaml"), []byte("rules: []\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(scriptDir, "scout.yaml"), []byte("rules:\n  - reply: {text: in parse.go}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		profiles := loadProfiles(t, home, map[string]string{"scout": "tools: Grep, Read\nthinking: high\nmodel: script:scout.yaml\ntimeout: 90\n"})
@@ -198,7 +201,7 @@ func TestGrandchildren(t *testing.T) {
 			t.Fatalf("run %s %s", res.Status, res.Reason)
 		}
 		lead, dig := h.l.byPrompt("lead"), h.l.byPrompt("dig")
-		if lead.Spec.Label != "main/1" || !contains(lead.Spec.Tools, "task") || dig.Spec.Label != "main/1/1" || dig.Spec.Depth != 2 || contains(dig.Spec.Tools, "task") {
+		if lead.Spec.Label != "main/1" || !slices.Contains(lead.Spec.Tools, "task") || dig.Spec.Label != "main/1/1" || dig.Spec.Depth != 2 || slices.Contains(dig.Spec.Tools, "task") {
 			t.Errorf("lead %s %v, dig %s depth %d %v", lead.Spec.Label, lead.Spec.Tools, dig.Spec.Label, dig.Spec.Depth, dig.Spec.Tools)
 		}
 		if dig.Spec.Transcript != session.ChildPath(lead.Spec.Transcript, dig.Spec.SessionID) {

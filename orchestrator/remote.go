@@ -33,16 +33,16 @@ func ParseLauncher(v string) (string, error) {
 // local`. A profile that asks for `launcher: remote` in a run without one
 // is refused, saying what to pass.
 func (o *Orchestrator) remoteChild(p *agents.Profile) (bool, string) {
-	want := ""
+	var want agents.Launcher
 	if p != nil {
 		want = p.Launcher
 	}
 	switch {
-	case want == "local":
+	case want == agents.LauncherLocal:
 		return false, ""
 	case o.remote != nil:
 		return true, ""
-	case want == "remote":
+	case want == agents.LauncherRemote:
 		return false, fmt.Sprintf("task: agent %q asks for launcher: remote (%s), but this run has no remote launcher; pass --launcher 'exec:COMMAND' with a command that runs `ink worker --remote`, or remove the line", p.Name, p.Source)
 	}
 	return false, ""

@@ -47,10 +47,16 @@ func CompactTokens(n int64) string {
 
 // Turns renders a number of turns: "1 turn", "3 turns".
 func Turns(n int) string {
+	return fmt.Sprintf("%d %s", n, Plural(n, "turn", "turns"))
+}
+
+// Plural is one when n is 1, else many: the words ink's messages agree
+// with a count ("1 child", "3 children"; "it is", "they are").
+func Plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 turn"
+		return one
 	}
-	return fmt.Sprintf("%d turns", n)
+	return many
 }
 
 // usageTrailer is "(child: N turns, 12k in / 1.4k out[ / 9.8k cache])".

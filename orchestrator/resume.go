@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/inkdev/ink/agents"
-	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 	"github.com/inkdev/ink/worktree"
 )
 
@@ -81,23 +81,16 @@ func (o *Orchestrator) resume(ctx context.Context, parent *agentRun, call taskCa
 	if len(problems) > 0 {
 		return refuse(problems...)
 	}
-	hdr, _ := json.Marshal(plan.header)
-	spec := ipc.AttemptSpec{
-		InkHome: o.cfg.InkHome, Transcript: info.Path, ExpectHeader: hdr, Repair: true,
-		AttemptID: session.NewID(), SessionID: childID, Agent: plan.child.agent, Label: plan.child.label,
-		Binding: plan.child.binding, System: plan.child.system, Tools: plan.child.tools,
-		Cwd: plan.child.cwd, Root: plan.child.root, Prompt: args.Prompt, Depth: plan.child.depth,
-		HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: plan.thinking,
-	}
-	profileLimits(&spec, plan.profile)
-	plan.sandbox.apply(&spec)
 	// A child with a worktree resumes where the run's launcher puts its
 	// children; one without stays local, since a remote child needs one.
+	var remoteWT *worktree.Record
 	if remote, _ := o.remoteChild(plan.profile); remote && plan.worktree != nil {
-		spec.Remote = remoteSpecOf(*plan.worktree)
-		plan.child.gitDir = ""
+		remoteWT = plan.worktree
 	}
-	return o.runChild(ctx, childEnd{
+	spec := o.childSpec(plan.child, args.Prompt, plan.profile, plan.sandbox, remoteWT)
+	spec.ExpectHeader, _ = json.Marshal(plan.header)
+	spec.Repair = true
+	return o.runChild(ctx, childAttempt{
 		parent: parent, child: plan.child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: plan.worktree, resumed: true,
 	})
@@ -172,8 +165,8 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 	if tail.LastEnd == nil && !(tail.StartedSince && perr == nil && st.Lost() != lease.NotLost) && !o.parentRecorded(parent.owner(), h.ID) {
 		add(codeNoRecord, "no settled record of this child: neither the parent's task result nor the child's own attempt end was written, and its last holder may still run (its lease names another host)")
 	}
-	if launch.InkVersion != InkVersion {
-		add(codeVersionDrift, "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, InkVersion, launch.InkVersion)
+	if launch.InkVersion != version.Ink {
+		add(codeVersionDrift, "launched by ink %s, this is ink %s; resume it with ink %s", launch.InkVersion, version.Ink, launch.InkVersion)
 	}
 
 	// Agent.
@@ -269,8 +262,7 @@ func (o *Orchestrator) validateResume(ctx context.Context, parent *agentRun, pat
 		add(codeSystemDrift, "the assembled system prompt changed since launch (ink's instructions, the agents it advertises, the agent's text or the parent's prompt differ)")
 	}
 	for _, f := range launch.System.Files {
-		data, err := os.ReadFile(f.Path)
-		if err != nil || sha256Hex(data) != f.SHA256 {
+		if !agents.ContextUnchanged(f.Path, f.SHA256) {
 			add(codePromptFilesDrift, "the project instructions %s changed or are gone since launch; restore them to resume, or start a new task that reads the new ones", f.Path)
 		}
 	}

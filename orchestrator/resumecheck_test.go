@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -16,6 +17,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // editHeader rewrites the header line of the transcript at path.
@@ -100,7 +102,7 @@ func TestResumeRefusals(t *testing.T) {
 				fx.h.store.setLease(fx.child.Transcript, false, lease.Meta{Pid: 4242, Host: "another-host", AttemptID: fx.child.AttemptID, Epoch: 1})
 			}},
 		{name: "another ink version", codes: []string{"version-drift"},
-			want: []string{"launched by ink 0.0.9, this is ink " + InkVersion + "; resume it with ink 0.0.9"},
+			want: []string{"launched by ink 0.0.9, this is ink " + version.Ink + "; resume it with ink 0.0.9"},
 			mutate: func(t *testing.T, fx fixture) {
 				editHeader(t, fx.h.store, fx.child.Transcript, func(h *session.Header) { h.Launch.InkVersion = "0.0.9" })
 			}},
@@ -318,12 +320,12 @@ func TestResumeRefusals(t *testing.T) {
 					}
 				}
 				for _, code := range tc.codes {
-					if !contains(codes, code) {
+					if !slices.Contains(codes, code) {
 						t.Errorf("refusal lacks code %s (has %v):\n%s", code, codes, c)
 					}
 				}
 				for _, code := range tc.notCodes {
-					if contains(codes, code) {
+					if slices.Contains(codes, code) {
 						t.Errorf("refusal has code %s, which says the same thing again:\n%s", code, c)
 					}
 				}

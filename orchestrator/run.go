@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -49,7 +50,7 @@ func (o *Orchestrator) mainTools() []string {
 func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, error) {
 	defer o.Close() // the warm pool ends with the run
 	tools := o.mainTools()
-	files := projectContext(o.cfg.Cwd)
+	files := agents.ProjectContext(o.cfg.Cwd)
 	base := promptBase{cwd: o.cfg.Cwd, date: time.Now(), set: o.profileSet(), files: files}
 	system := base.system(tools)
 	ar := &agentRun{label: "main", depth: 0, binding: o.cfg.Binding, system: system, base: base, files: contextRefs(files), tools: tools, cwd: o.cfg.Cwd, root: o.cfg.Cwd}
@@ -62,6 +63,7 @@ func (o *Orchestrator) Run(ctx context.Context, opts RunOptions) (RunResult, err
 	if err != nil {
 		return RunResult{}, err
 	}
+	o.limits(&spec)
 	box.apply(&spec)
 	if opts.SessionID != "" {
 		path, err := o.findMain(opts.SessionID)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -19,6 +20,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/secret"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // TestRunReportsEveryStepInOrder: `ink run` with one child reports, in one
@@ -184,7 +186,7 @@ func TestRunReportsEveryStepInOrder(t *testing.T) {
 		}
 		l := tr.Header.Launch
 		if tr.Header.Parent != res.SessionID || l == nil || l.ParentSessionID != res.SessionID || l.ChildID != cs.SessionID || l.Depth != 1 || l.MaxDepth != 1 ||
-			l.InkVersion != InkVersion || l.Binding != testBinding || strings.Join(l.Tools, ",") != "bash,edit,find,grep,ls,read,write" ||
+			l.InkVersion != version.Ink || l.Binding != testBinding || strings.Join(l.Tools, ",") != "bash,edit,find,grep,ls,read,write" ||
 			l.System.SHA256 != session.SystemFingerprint(cs.System) {
 			t.Errorf("child header = %+v, launch %+v", tr.Header, l)
 		}
@@ -542,7 +544,7 @@ func TestNewChecksItsConfig(t *testing.T) {
 		if pl, ok := o.launcher.(*local.Launcher); !ok || pl.Exe() != "/usr/local/bin/ink" {
 			t.Errorf("default launcher = %#v", o.launcher)
 		}
-		if got := (&Orchestrator{cfg: Config{MaxDepth: 0}}).mainTools(); contains(got, "task") {
+		if got := (&Orchestrator{cfg: Config{MaxDepth: 0}}).mainTools(); slices.Contains(got, "task") {
 			t.Errorf("--max-depth 0 gives the main agent the task tool: %v", got)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/inkdev/ink/lease"
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
+	"github.com/inkdev/ink/version"
 )
 
 // TestFileStoreIntegration is the integration test of the default Store
@@ -48,7 +49,7 @@ func TestFileStoreIntegration(t *testing.T) {
 
 	// A child whose worker started an attempt, said something and was
 	// killed mid-line.
-	launch := &session.LaunchRecord{Version: 1, ParentSessionID: mainID, ChildID: childID, InkVersion: InkVersion, Binding: testBinding, Cwd: cwd,
+	launch := &session.LaunchRecord{Version: 1, ParentSessionID: mainID, ChildID: childID, InkVersion: version.Ink, Binding: testBinding, Cwd: cwd,
 		Tools: []string{"read"}, System: session.SystemRef{SHA256: session.SystemFingerprint("x")}, Depth: 1, MaxDepth: 1}
 	w, err := session.Create(childPath, session.Header{ID: childID, Cwd: cwd, Parent: mainID, Launch: launch})
 	if err != nil {

@@ -64,19 +64,22 @@ type agentRun struct {
 	// first event: it has taken the lease and accepted the attempt.
 	onAccept func() error
 
-	mu       sync.Mutex
-	children int // child ordinal for labels
-	kids     *childRegistry
+	mu sync.Mutex
+	// labelled counts the children labelled so far: the next one is
+	// label/labelled+1.
+	labelled int
+	// reg is the registry of this agent's children (made on first use).
+	reg *childRegistry
 }
 
 // registry is the agent's registry of children (made on first use).
 func (ar *agentRun) registry() *childRegistry {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	if ar.kids == nil {
-		ar.kids = &childRegistry{}
+	if ar.reg == nil {
+		ar.reg = &childRegistry{}
 	}
-	return ar.kids
+	return ar.reg
 }
 
 // withOwner returns a view of ar whose children to resume live under
@@ -85,14 +88,14 @@ func (ar *agentRun) registry() *childRegistry {
 // the lookup found the child resumable, so that the resume need not look
 // again.
 func (ar *agentRun) withOwner(found Resumed, ok bool) *agentRun {
-	kids := ar.registry()
+	reg := ar.registry()
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	v := &agentRun{
 		label: ar.label, sessionID: ar.sessionID, transcript: ar.transcript,
 		depth: ar.depth, binding: ar.binding, system: ar.system, base: ar.base, files: ar.files, tools: ar.tools,
 		cwd: ar.cwd, root: ar.root, agent: ar.agent, shell: ar.shell, onLaunch: ar.onLaunch,
-		children: ar.children, kids: kids,
+		labelled: ar.labelled, reg: reg,
 	}
 	v.useOwner(found, ok)
 	return v
@@ -114,11 +117,12 @@ func (ar *agentRun) useOwner(found Resumed, ok bool) {
 func (ar *agentRun) nextChildLabel() string {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	ar.children++
-	return fmt.Sprintf("%s/%d", ar.label, ar.children)
+	ar.labelled++
+	return fmt.Sprintf("%s/%d", ar.label, ar.labelled)
 }
 
-// childrenDir is the transcript that owns this agent's children.
+// owner is the transcript whose children/ directory holds this agent's
+// children: childrenOf when set, else its own transcript.
 func (ar *agentRun) owner() string {
 	if ar.childrenOf != "" {
 		return ar.childrenOf
@@ -168,11 +172,6 @@ type taskCall struct {
 func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.AttemptSpec, timeout time.Duration, onStart func(pid int)) attemptResult {
 	res := attemptResult{AttemptID: spec.AttemptID}
 	o.arm(&spec)
-	o.armBudget(&spec)
-	// The worker's own window over one message's safe calls is at least
-	// the tree's, so every task call of a message reaches the supervisor,
-	// which queues what the tree's window cannot take yet (task.queued).
-	spec.MaxParallel = max(o.cfg.MaxParallel, loopWindow)
 	launcher := o.launcher
 	if spec.Remote != nil {
 		launcher = o.remote

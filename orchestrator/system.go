@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // mainSystem assembles the main agent's system prompt, ending with the
 // project's instruction files. The date line has the fixed form
 // "- Date: YYYY-MM-DD" so that transcripts' fingerprints can ignore it.
-func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, files ...contextFile) string {
+func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, files ...agents.ContextFile) string {
 	var b strings.Builder
 	b.WriteString("You are ink, a coding agent working in the user's repository from a terminal.\n")
 	b.WriteString("Work carefully, read before you edit, and finish with a short, plain report of what you did and found.\n\n")
@@ -25,7 +26,7 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 		b.WriteString(line)
 	}
 	b.WriteString("Paths are relative to the working directory; tools refuse paths outside it.\n")
-	if contains(tools, "task") {
+	if slices.Contains(tools, "task") {
 		b.WriteString("\n# Delegation\n")
 		b.WriteString("The task tool runs a child agent as its own process with a clean context and returns its final answer.\n")
 		b.WriteString("Use several task calls in one message for independent investigations; give each a self-contained prompt.\n")
@@ -47,12 +48,12 @@ func mainSystem(cwd string, now time.Time, tools []string, set *agents.Set, file
 func concurrencyLine(tools []string) string {
 	var parallel, serial []string
 	for _, t := range []string{"read", "grep", "find", "ls", "task"} {
-		if contains(tools, t) {
+		if slices.Contains(tools, t) {
 			parallel = append(parallel, t)
 		}
 	}
 	for _, t := range []string{"edit", "write", "bash"} {
-		if contains(tools, t) {
+		if slices.Contains(tools, t) {
 			serial = append(serial, t)
 		}
 	}
@@ -88,7 +89,7 @@ type promptBase struct {
 	cwd   string
 	date  time.Time
 	set   *agents.Set
-	files []contextFile
+	files []agents.ContextFile
 }
 
 // system is the system prompt of a main agent with tools.

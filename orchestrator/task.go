@@ -1,11 +1,11 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -14,15 +14,11 @@ import (
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/taskargs"
+	"github.com/inkdev/ink/version"
 	"github.com/inkdev/ink/worktree"
 )
-
-// InkVersion is recorded in launch records; a resume on another version is
-// refused (version-drift).
-var InkVersion = "0.1.0-dev"
 
 // TaskArgs are the arguments of a `task` call (package taskargs).
 type TaskArgs = taskargs.Args
@@ -141,36 +137,13 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 	if parent.depth+1 > o.cfg.MaxDepth {
 		return plan, fmt.Sprintf("task: depth limit reached (--max-depth %d); do the work yourself", o.cfg.MaxDepth)
 	}
-	if args.Agent != nil {
-		p, err := o.profile(*args.Agent)
-		if err != nil {
-			return plan, err.Error()
-		}
-		plan.profile = &p
+	req, err := requestChild(o.profileSet(), args, parent.binding, o.getenv)
+	if err != nil {
+		return plan, "task: " + err.Error()
 	}
-	plan.binding = parent.binding
-	if prof := plan.profile; prof != nil {
-		b, note, err := o.profileBinding(*prof, parent.binding)
-		if err != nil {
-			return plan, "task: " + err.Error()
-		}
-		if note != "" {
-			plan.notes = append(plan.notes, note)
-		}
-		if b.Provider != "script" && b != parent.binding {
-			// The profile's own provider must be usable (its key set)
-			// before anything is created for the child.
-			if _, err := providers.Check(b, o.getenv); err != nil {
-				return plan, fmt.Sprintf("task: agent %q: %v; or change the model: line of %s", prof.Name, err, prof.Source)
-			}
-		}
-		plan.binding = b
-		if prof.Worktree != nil {
-			plan.worktree = *prof.Worktree
-		}
-	}
-	if args.Worktree != nil {
-		plan.worktree = *args.Worktree
+	plan.profile, plan.binding, plan.worktree = req.profile, req.binding, req.worktree
+	if req.note != "" {
+		plan.notes = append(plan.notes, req.note)
 	}
 	var why string
 	if plan.remote, why = o.remoteChild(plan.profile); why != "" {
@@ -192,7 +165,6 @@ func (o *Orchestrator) planChild(ctx context.Context, parent *agentRun, args Tas
 		plan.notes = append(plan.notes, note)
 	}
 	plan.tools = pool
-	var err error
 	boxRoot := parent.root // a worktree child's git state is confined another way
 	if plan.worktree || parent.gitDir != "" {
 		boxRoot = ""
@@ -225,16 +197,16 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	if wt != nil {
 		notice = worktreeNotice(wt.Path, wt.Branch, wt.Baseline, parent.cwd)
 	}
-	body, agentName := "", ""
-	if plan.profile != nil {
-		body, agentName = plan.profile.Body, plan.profile.Name
+	body, agentName, thinking := "", "", parent.thinking
+	if p := plan.profile; p != nil {
+		body, agentName, thinking = p.Body, p.Name, cmp.Or(p.Thinking, parent.thinking)
 	}
 	system := childSystem(parent.base, plan.tools, body, notice)
 	launch := &session.LaunchRecord{
-		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: InkVersion,
+		Version: 1, ParentSessionID: parent.sessionID, ChildID: childID, InkVersion: version.Ink,
 		Binding: plan.binding, Cwd: cwd, Tools: sortedCopy(plan.tools),
 		System: session.SystemRef{SHA256: session.SystemFingerprint(system), Files: parent.files},
-		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(),
+		Depth:  parent.depth + 1, MaxDepth: o.cfg.MaxDepth, Sandbox: plan.sandbox.ref(), Thinking: thinking,
 	}
 	if p := plan.profile; p != nil {
 		launch.Agent = &session.AgentRef{Name: p.Name, Source: p.Source, RoleSHA256: p.RoleSHA256}
@@ -245,38 +217,54 @@ func (o *Orchestrator) launchChild(ctx context.Context, parent *agentRun, call t
 	child := &agentRun{
 		label: call.label, sessionID: childID, transcript: session.ChildPath(parent.owner(), childID),
 		depth: parent.depth + 1, binding: plan.binding, system: system, base: parent.base, files: parent.files, tools: plan.tools,
-		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir,
+		cwd: cwd, root: root, agent: agentName, gitDir: parent.gitDir, thinking: thinking,
 	}
 	if wt != nil {
 		child.gitDir = wt.PrivateGitDir()
 	}
-	spec := ipc.AttemptSpec{
-		InkHome: o.cfg.InkHome, Transcript: child.transcript,
-		Create:    &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch},
-		AttemptID: session.NewID(), SessionID: childID, Agent: agentName, Label: child.label,
-		Binding: plan.binding, System: system, Tools: plan.tools, Cwd: cwd, Root: root, Prompt: args.Prompt,
-		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: parent.thinking,
-	}
+	var remote *worktree.Record
 	if plan.remote {
-		spec.Remote = remoteSpecOf(*wt)
-		child.gitDir = ""
+		remote = wt
 	}
-	profileLimits(&spec, plan.profile)
-	launch.Thinking = spec.Thinking
-	child.thinking = spec.Thinking
-	plan.sandbox.apply(&spec)
-	return o.runChild(ctx, childEnd{
+	spec := o.childSpec(child, args.Prompt, plan.profile, plan.sandbox, remote)
+	spec.Create = &session.Header{Type: "session", Version: session.Version, ID: childID, CreatedAt: time.Now().UTC(), Cwd: cwd, Parent: parent.sessionID, Launch: launch}
+	return o.runChild(ctx, childAttempt{
 		parent: parent, child: child, call: call, args: args, spec: spec,
 		timeout: o.timeoutFor(args, plan.profile), wt: wt,
 	})
+}
+
+// childSpec is the spec of one attempt of child — new or resumed — built
+// in this one place: who the child is and what it runs on, its profile's
+// limits over the run's (profileLimits, then limits), its bash sandbox,
+// and where it works: a remote child ships its worktree (remote, nil for
+// a local child), a local one's bash may write the git directory of the
+// worktree it works in, named from ink's record, never from the worktree.
+// The caller adds how the transcript opens (Create, or ExpectHeader and
+// Repair); supervise adds what only the launch knows (arm).
+func (o *Orchestrator) childSpec(child *agentRun, prompt string, prof *agents.Profile, box bashSandbox, remote *worktree.Record) ipc.AttemptSpec {
+	spec := ipc.AttemptSpec{
+		InkHome: o.cfg.InkHome, Transcript: child.transcript,
+		AttemptID: session.NewID(), SessionID: child.sessionID, Agent: child.agent, Label: child.label,
+		Binding: child.binding, System: child.system, Tools: child.tools, Cwd: child.cwd, Root: child.root, Prompt: prompt,
+		Depth: child.depth, HeartbeatInterval: o.cfg.HeartbeatInterval, Thinking: child.thinking,
+	}
+	profileLimits(&spec, prof)
+	o.limits(&spec)
+	box.apply(&spec)
+	if remote != nil {
+		spec.Remote = remoteSpecOf(*remote)
+		child.gitDir = ""
+	}
+	spec.WorktreeGitDir = child.gitDir
+	return spec
 }
 
 // runChild runs one attempt of a child inside the window and composes the
 // answer. A resumed child keeps its worktree whatever its state. Once every
 // check passed the child is in its parent's registry, where task_status,
 // task_wait and task_cancel find it.
-func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
-	o.armBudget(&e.spec)
+func (o *Orchestrator) runChild(ctx context.Context, e childAttempt) taskAnswer {
 	// A resume from a shell-like parent records its call only once the
 	// worker accepted the child (see runTracked).
 	if e.parent.onLaunch != nil && !e.resumed {
@@ -300,9 +288,6 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 			return o.reject(e.parent, e.call, e.args, fmt.Sprintf("task: cannot lock the worktree %s: %v. Start a new task instead.", e.wt.Path, err))
 		}
 	}
-	// The child's bash may write the git directory of the worktree it
-	// works in, named from ink's record, never from the worktree.
-	e.spec.WorktreeGitDir = e.child.gitDir
 	ctx, tc := e.parent.registry().track(ctx, e)
 	e.child.track = tc
 	if e.call.registered != nil {
@@ -315,7 +300,7 @@ func (o *Orchestrator) runChild(ctx context.Context, e childEnd) taskAnswer {
 
 // runTracked runs a registered child's attempt: it waits for a slot in the
 // window, supervises the worker and composes the answer.
-func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
+func (o *Orchestrator) runTracked(ctx context.Context, e childAttempt) taskAnswer {
 	release, err := o.window.acquire(ctx, e.call.ticket, func() {
 		e.child.track.queued()
 		o.pub.emit(e.parent.label, e.parent.sessionID, event.TaskQueued{ChildID: e.child.sessionID, AgentName: e.child.agent, Child: e.child.label, ToolCallID: e.call.id, Background: e.call.background})
@@ -336,7 +321,6 @@ func (o *Orchestrator) runTracked(ctx context.Context, e childEnd) taskAnswer {
 		}
 		return ans
 	}
-	o.armBudget(&e.spec)
 	wtPath := ""
 	if e.wt != nil {
 		wtPath = e.wt.Path
@@ -416,25 +400,9 @@ func (o *Orchestrator) profile(name string) (agents.Profile, error) {
 }
 
 // profileBinding resolves a profile's model against its parent's binding
-// (agents.Set.ResolveModel: Claude aliases, models.yaml) and gives it its
-// effective endpoint, with at most one note for the user (an alias that
-// fell back to the parent's model). A relative script:PATH is read from the
-// directory of the profile file, and must exist.
+// in the current profiles (resolveProfileBinding).
 func (o *Orchestrator) profileBinding(prof agents.Profile, parent model.Binding) (model.Binding, string, error) {
-	b, note, err := o.profileSet().ResolveModel(prof, parent)
-	if err != nil {
-		return model.Binding{}, "", err
-	}
-	if b.Provider == "script" && b != parent {
-		dir := filepath.Dir(prof.Source) // the profile file's own directory, a subdirectory too
-		if !filepath.IsAbs(b.Model) {
-			b.Model = filepath.Join(dir, b.Model)
-		}
-		if fi, err := os.Stat(b.Model); err != nil || fi.IsDir() {
-			return model.Binding{}, "", fmt.Errorf("agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", prof.Name, prof.Model, dir, prof.Source)
-		}
-	}
-	return providers.Resolve(b, o.getenv), note, nil
+	return resolveProfileBinding(o.profileSet(), prof, parent, o.getenv)
 }
 
 // timeoutFor applies the timeout precedence: the call's timeoutMs, else the
@@ -466,15 +434,6 @@ func sortedCopy(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // profileLimits gives a child's spec what its profile sets: its thinking

@@ -3,9 +3,6 @@ package session
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"sync"
 )
@@ -27,19 +24,4 @@ func SystemFingerprint(system string) string {
 func SHA256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// HashFile returns a FileRef for the file at path (which should be
-// absolute), hashing its content.
-func HashFile(path string) (FileRef, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return FileRef{}, fmt.Errorf("hash file: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return FileRef{}, fmt.Errorf("hash file %s: %w", path, err)
-	}
-	return FileRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }

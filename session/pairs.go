@@ -20,19 +20,6 @@ const (
 	Refused
 )
 
-// String names the state.
-func (s PairState) String() string {
-	switch s {
-	case Consistent:
-		return "consistent"
-	case Repairable:
-		return "repairable"
-	case Refused:
-		return "refused"
-	}
-	return fmt.Sprintf("PairState(%d)", int(s))
-}
-
 // PairScan is the result of ScanPairs.
 type PairScan struct {
 	State PairState

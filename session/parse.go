@@ -4,6 +4,9 @@ package session
 // the checks of Open: a store that keeps transcripts elsewhere than in
 // files (a supervisor's in-memory store, bytes received from another
 // machine) reads them with the same rules as a file.
+//
+// ink's own stores read files; Parse is kept for the in-memory Store of
+// orchestrator's tests (docs/architecture.md, Supervision).
 func Parse(path string, data []byte) (*Transcript, error) {
 	return parseTranscript(path, data)
 }
@@ -46,6 +49,8 @@ func (t *Transcript) Lifetime() Lifetime {
 // EncodeHeader fills h's defaults, validates it and returns its line,
 // ending in "\n", as Create would write it: for a store that keeps
 // transcripts elsewhere than in files.
+//
+// Kept, like Parse, for the in-memory Store of orchestrator's tests.
 func EncodeHeader(h Header) ([]byte, error) {
 	_, line, err := encodeHeader(h)
 	return line, err

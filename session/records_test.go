@@ -1,12 +1,17 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // patchJSON loads testdata/records/<file>, sets or deletes (nil value) the
@@ -256,4 +261,29 @@ func TestHashFile(t *testing.T) {
 	if _, err := HashFile(path + ".missing"); err == nil {
 		t.Error("missing file hashed")
 	}
+}
+
+// HashFile returns a FileRef for the file at path (which should be
+// absolute), hashing its content.
+func HashFile(path string) (FileRef, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileRef{}, fmt.Errorf("hash file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return FileRef{}, fmt.Errorf("hash file %s: %w", path, err)
+	}
+	return FileRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// TruncateReason cuts s to at most MaxReasonRunes characters, ending in "…"
+// when it was cut.
+func TruncateReason(s string) string {
+	if utf8.RuneCountInString(s) <= MaxReasonRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxReasonRunes-1]) + "…"
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/inkdev/ink/durable"
-	"github.com/inkdev/ink/model"
 )
 
 // Tail repair actions.
@@ -51,6 +50,10 @@ func (r TailRepair) String() string {
 // fsynced after a change. The caller must hold the transcript's lease, and
 // should have checked the rest of the file with Open: only the final line
 // is read here.
+//
+// ink repairs a tail through Resumable.RepairTail (OpenAttempt); this path
+// form is kept for the tests and benchmarks (bench) that repair a file
+// without reading it for a resume.
 func RepairTail(path string) (TailRepair, error) {
 	return repairTail(durable.OS, path)
 }
@@ -146,79 +149,4 @@ func lastNewlineBefore(f io.ReaderAt, end int64) (int64, error) {
 		end = from
 	}
 	return -1, nil
-}
-
-// ErrRepairRefused marks a transcript whose history is inconsistent beyond
-// a crash tail; Repair left it byte-identical.
-var ErrRepairRefused = errors.New("transcript cannot be repaired")
-
-// ResumeRepair reports what Repair did.
-type ResumeRepair struct {
-	// Tail is what RepairTail did to the final line.
-	Tail TailRepair
-	// Interrupted lists the calls that were given an unknown-outcome result.
-	Interrupted []model.ToolCall
-}
-
-// Changed reports whether Repair wrote anything.
-func (r ResumeRepair) Changed() bool {
-	return r.Tail.Action != RepairNone || len(r.Interrupted) > 0
-}
-
-// String words the repair for a user, e.g. "transcript repaired: 1
-// interrupted tool call(s)".
-func (r ResumeRepair) String() string {
-	if !r.Changed() {
-		return "transcript needed no repair"
-	}
-	s := "transcript repaired:"
-	if r.Tail.Action != RepairNone {
-		s += " " + r.Tail.String() + ";"
-	}
-	return s + fmt.Sprintf(" %d interrupted tool call(s)", len(r.Interrupted))
-}
-
-// Repair prepares the transcript at path to be resumed (docs/architecture.md,
-// "Resume", step 4):
-// it reads the whole file, checks the tool call/result pairs of the history
-// (the torn final line left out), and when they are Consistent or
-// Repairable, repairs the tail (RepairTail) and appends an unknown-outcome
-// result for every call of the last assistant message that has none.
-// Recorded calls are never re-run. When the history is refused, or the file
-// cannot be read, nothing is written: the error wraps ErrRepairRefused for
-// an inconsistent history. The caller must hold the transcript's lease.
-func Repair(path string) (ResumeRepair, error) {
-	t, err := Open(path)
-	if err != nil {
-		return ResumeRepair{}, fmt.Errorf("repair: %w", err)
-	}
-	scan := ScanPairs(t.Messages)
-	if scan.State == Refused {
-		return ResumeRepair{}, fmt.Errorf("repair %s: %w: %s", path, ErrRepairRefused, scan.Reason)
-	}
-	var rep ResumeRepair
-	if t.Torn != nil {
-		if rep.Tail, err = RepairTail(path); err != nil {
-			return rep, fmt.Errorf("repair: %w", err)
-		}
-	} else {
-		rep.Tail = TailRepair{Action: RepairNone, Offset: t.Size}
-	}
-	if scan.State == Repairable {
-		w, err := OpenWriter(path)
-		if err != nil {
-			return rep, fmt.Errorf("repair: %w", err)
-		}
-		for _, m := range UnknownOutcomeResults(scan.Missing) {
-			if _, err := w.AppendMessage(m); err != nil {
-				w.Close()
-				return rep, fmt.Errorf("repair: %w", err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			return rep, fmt.Errorf("repair: %w", err)
-		}
-		rep.Interrupted = scan.Missing
-	}
-	return rep, nil
 }

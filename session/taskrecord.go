@@ -61,8 +61,10 @@ type TranscriptRef struct {
 
 // WorktreeOutcome says what became of a child's worktree after the attempt.
 type WorktreeOutcome struct {
-	Path        string `json:"path"`
-	Branch      string `json:"branch,omitempty"`
+	Path   string `json:"path"`
+	Branch string `json:"branch,omitempty"`
+	// Disposition is one of worktree.Disposition's values (removed,
+	// kept-work, …), kept as text: session sits below worktree.
 	Disposition string `json:"disposition"`
 	Detail      string `json:"detail,omitempty"`
 }
@@ -174,16 +176,6 @@ func (r TaskRecord) Encode() (json.RawMessage, error) {
 		return nil, fmt.Errorf("task record: %w", err)
 	}
 	return json.RawMessage(bytes.TrimSuffix(line, []byte("\n"))), nil
-}
-
-// TruncateReason cuts s to at most MaxReasonRunes characters, ending in "…"
-// when it was cut.
-func TruncateReason(s string) string {
-	if utf8.RuneCountInString(s) <= MaxReasonRunes {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:MaxReasonRunes-1]) + "…"
 }
 
 // TaskRecordsOf returns every TaskRecord message m carries, in order: the

@@ -94,7 +94,8 @@ func open(path string, lean bool) (*Transcript, error) {
 	return readTranscript(path, f, fi.Size(), lean)
 }
 
-// parseTranscript parses the bytes of a transcript file.
+// parseTranscript parses the bytes of a transcript file: Parse's body
+// (kept for tests, see Parse) and the fuzz and golden tests' reader.
 func parseTranscript(path string, data []byte) (*Transcript, error) {
 	return readTranscript(path, bytes.NewReader(data), int64(len(data)), false)
 }

@@ -44,6 +44,10 @@ type Writer struct {
 // valid, including its launch record (whose tools are sorted). The header
 // line is written and the file and its directory are fsynced before Create
 // returns. On failure nothing is left behind.
+//
+// ink creates transcripts through OpenAttempt and CreateSyncing; Create
+// and CreateWith are kept for the tests and benchmarks of other packages
+// that need a transcript on disk.
 func Create(path string, h Header) (*Writer, error) {
 	w, _, err := CreateWith(path, h)
 	return w, err
@@ -161,6 +165,9 @@ func (w *Writer) awaitCreation() error {
 // symlink or non-regular file (ErrNotRegular), a file without a valid
 // header, and a file that does not end in "\n" (repair it first with
 // RepairTail, under the lease). The caller must hold the lease.
+//
+// ink appends through OpenAttempt's writer (Resumable.OpenWriter); this
+// path form is kept for tests and benchmarks that append to a file.
 func OpenWriter(path string) (*Writer, error) {
 	h, err := ReadHeader(path)
 	if err != nil {
@@ -183,7 +190,7 @@ func OpenWriter(path string) (*Writer, error) {
 }
 
 // countLines counts the "\n" bytes of f's first size bytes and returns the
-// last byte.
+// last byte: OpenWriter's check (kept for tests, see OpenWriter).
 func countLines(f io.ReaderAt, size int64) (int, byte, error) {
 	buf := make([]byte, 256<<10)
 	lines := 0

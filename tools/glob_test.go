@@ -224,3 +224,11 @@ func TestPathologicalGlobIsCancellable(t *testing.T) {
 		})
 	}
 }
+
+// dropped is how many bytes were written but not kept.
+func (c *cappedOutput) dropped() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := int64(len(c.head) + min(len(c.tail), c.tailMax))
+	return c.total - kept
+}

@@ -46,14 +46,6 @@ func (c *cappedOutput) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// dropped is how many bytes were written but not kept.
-func (c *cappedOutput) dropped() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	kept := int64(len(c.head) + min(len(c.tail), c.tailMax))
-	return c.total - kept
-}
-
 // String returns the kept text, with a note where bytes were dropped.
 // Invalid UTF-8 (including a rune cut at the seams) becomes U+FFFD.
 func (c *cappedOutput) String() string {

@@ -216,7 +216,7 @@ func TestSettle(t *testing.T) {
 	cases := []struct {
 		name   string
 		mutate func(t *testing.T, rec Record)
-		want   string
+		want   Disposition
 		text   string
 	}{
 		{"untouched", func(t *testing.T, rec Record) {}, DispositionRemoved, "no changes: worktree "},

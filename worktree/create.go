@@ -40,6 +40,9 @@ func createStep(childID, step string) error {
 // that List attributes to childID and Prune removes. On an error everything
 // it made is rolled back and the error says why. The caller later removes
 // the worktree with Remove (only when Clean).
+//
+// ink creates worktrees with CreateFor (the origin recorded); Create is
+// kept for the tests and benchmarks that need a worktree with no origin.
 func Create(ctx context.Context, repo Repo, inkHome, childID string, pid int) (Record, error) {
 	return CreateFor(ctx, repo, inkHome, childID, pid, Origin{})
 }

@@ -5,18 +5,34 @@ import (
 	"errors"
 )
 
-// Dispositions of a worktree after an attempt, as recorded in a TaskRecord.
+// Disposition is what became of a child's worktree after an attempt, as a
+// TaskRecord records it (session.WorktreeOutcome.Disposition) and the
+// progress lines tell it: a closed set.
+type Disposition string
+
+// The dispositions. Settle decides the first four; the supervisor keeps a
+// clean worktree for a resume (the last two) without asking Settle.
 const (
-	DispositionRemoved       = "removed"
-	DispositionKeptWork      = "kept-work"
-	DispositionKeptUnknown   = "kept-unknown"
-	DispositionRemovalFailed = "removal-failed"
+	// DispositionRemoved: the worktree was clean and is gone, its branch
+	// with it.
+	DispositionRemoved Disposition = "removed"
+	// DispositionKeptWork: the child left work in it; it is kept.
+	DispositionKeptWork Disposition = "kept-work"
+	// DispositionKeptUnknown: its state could not be told; kept for safety.
+	DispositionKeptUnknown Disposition = "kept-unknown"
+	// DispositionRemovalFailed: clean, but its removal failed part way.
+	DispositionRemovalFailed Disposition = "removal-failed"
+	// DispositionKeptResumed: a resumed child's worktree, never removed.
+	DispositionKeptResumed Disposition = "kept-resumed"
+	// DispositionKeptResumable: clean, kept so that the child that did not
+	// complete can be resumed in it.
+	DispositionKeptResumable Disposition = "kept-resumable"
 )
 
 // Outcome is what Settle did with a worktree after an attempt.
 type Outcome struct {
-	// Disposition is one of the Disposition constants.
-	Disposition string `json:"disposition"`
+	// Disposition is what Settle did.
+	Disposition Disposition `json:"disposition"`
 	// Text is the result line for the user (Describe or
 	// DescribeRemoveError).
 	Text string `json:"text"`

@@ -245,7 +245,7 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 				case errs == 0 && warnings == 0:
 					fmt.Printf("no problems in %s\n", strings.Join(dirs, ", "))
 				case errs == 0:
-					fmt.Printf("%s in %s; no errors: every file loads\n", plural(warnings, "warning"), strings.Join(dirs, ", "))
+					fmt.Printf("%s in %s; no errors: every file loads\n", count(warnings, "warning"), strings.Join(dirs, ", "))
 				}
 			}
 			if errs > 0 {
@@ -253,9 +253,9 @@ func newAgentsCheckCmd(g *globals) *cobra.Command {
 				if where == "" {
 					where = aliases.File
 				}
-				msg := fmt.Sprintf("%s in %s; fix them and run `ink agents check` again", plural(errs, "error"), where)
+				msg := fmt.Sprintf("%s in %s; fix them and run `ink agents check` again", count(errs, "error"), where)
 				if warnings > 0 {
-					msg = fmt.Sprintf("%s and %s in %s; fix the errors and run `ink agents check` again", plural(errs, "error"), plural(warnings, "warning"), where)
+					msg = fmt.Sprintf("%s and %s in %s; fix the errors and run `ink agents check` again", count(errs, "error"), count(warnings, "warning"), where)
 				}
 				return &exitError{code: exitFailed, msg: msg}
 			}
@@ -314,12 +314,9 @@ func checkJSON(w io.Writer, dirs, searched []string, aliasFile string, problems 
 	return nil
 }
 
-// plural renders "1 error", "3 errors".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+// count renders "1 error", "3 errors".
+func count(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, orchestrator.Plural(n, noun, noun+"s"))
 }
 
 // agentsJSON prints one object per line: every loaded agent, then every

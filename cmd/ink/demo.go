@@ -31,7 +31,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 			gone := make(chan struct{})
 			if g.json {
 				var once sync.Once
-				jl := console.JSONLinesNotify(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
+				jl := console.JSONLines(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
 				sink, out = func(e event.Envelope) { jl(e); display.Handle(e) }, os.Stderr
 			}
 			survivePipeClose()

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/mcpserver"
-	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/secret"
+	"github.com/inkdev/ink/version"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -89,7 +89,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer env.close()
 			defer env.display.Close()
-			srv, err := mcpserver.New(mcpserver.Config{Orchestrator: env.orc, Profiles: env.profiles, InkHome: env.home, Version: orchestrator.InkVersion, Logger: env.log})
+			srv, err := mcpserver.New(mcpserver.Config{Orchestrator: env.orc, Profiles: env.profiles, InkHome: env.home, Version: version.Ink, Logger: env.log})
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/secret"
+	"github.com/inkdev/ink/version"
 )
 
 func newMCPConfigCmd() *cobra.Command {
@@ -36,7 +37,7 @@ func newMCPConfigCmd() *cobra.Command {
 			"--task-timeout, --sandbox, …). Notes on stderr say where it goes. Nothing is written.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if n := len(clientArgs(cmd, args)); n != 1 {
-				return usageErr("give one client: ink mcp config %s [-- FLAGS…]", strings.Join(mcpserver.Clients, "|"))
+				return usageErr("give one client: ink mcp config %s [-- FLAGS…]", mcpserver.ClientNames("|"))
 			}
 			return nil
 		},
@@ -60,7 +61,7 @@ func newMCPConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			text, more, err := mcpserver.ClientConfig(client, setup)
+			text, more, err := mcpserver.ClientConfig(mcpserver.Client(client), setup)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -211,7 +212,7 @@ func serveUnavailable(err error) error {
 		code = ee.code
 	}
 	fmt.Fprintf(os.Stderr, "ink: %s\nink: serving MCP anyway: every tool call answers with this message\n", why)
-	srv, nerr := mcpserver.New(mcpserver.Config{Unavailable: why, Version: orchestrator.InkVersion})
+	srv, nerr := mcpserver.New(mcpserver.Config{Unavailable: why, Version: version.Ink})
 	if nerr != nil {
 		return &exitError{code: exitFailed, msg: nerr.Error()}
 	}

@@ -322,7 +322,7 @@ func TestResumeRefusals(t *testing.T) {
 
 	// version-drift: the same child resumed by another build of ink.
 	other2 := filepath.Join(t.TempDir(), "ink")
-	build := exec.Command("go", "build", "-o", other2, "-ldflags", "-X github.com/inkdev/ink/orchestrator.InkVersion=9.9.9", ".")
+	build := exec.Command("go", "build", "-o", other2, "-ldflags", "-X github.com/inkdev/ink/version.Ink=9.9.9", ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build another ink: %v\n%s", err, out)
 	}

@@ -144,7 +144,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	gone := make(chan struct{})
 	if g.json {
 		var once sync.Once
-		jl := console.JSONLinesNotify(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
+		jl := console.JSONLines(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
 		sink = func(e event.Envelope) { jl(e); display.Handle(e) }
 	}
 	cfg := orchestrator.Config{

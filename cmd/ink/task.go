@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/model"
-	"github.com/inkdev/ink/model/providers"
 	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/worktree"
 )
@@ -132,69 +130,28 @@ func newTaskCmd(g *globals) *cobra.Command {
 }
 
 // checkTaskInput checks what `ink task` asks for against this directory
-// before anything is written: the agent must exist and its model must be
-// usable, and a worktree needs a git repository with a commit. Each
-// failure is bad input (exit 2). parent is the binding the child would
-// inherit.
+// before anything is written, by the supervisor's own rules
+// (orchestrator.CheckTask), and says a refusal in the words of the flags:
+// bad input is exit 2, git failing to answer is a failure. parent is the
+// binding the child would inherit.
 func checkTaskInput(ctx context.Context, set *agents.Set, cwd string, parent model.Binding, args orchestrator.TaskArgs) error {
-	var prof *agents.Profile
-	if args.Agent != nil {
-		p, err := set.Lookup(*args.Agent)
-		if err != nil {
-			return usageErr("--agent: %v", err)
-		}
-		if err := checkProfileModel(set, p, parent); err != nil {
-			return err
-		}
-		prof = &p
+	err := orchestrator.CheckTask(ctx, set, cwd, parent, args, os.Getenv)
+	var in *orchestrator.InputError
+	if !errors.As(err, &in) {
+		return err
 	}
-	want, why := false, ""
-	if prof != nil && prof.Worktree != nil && *prof.Worktree {
-		want, why = true, fmt.Sprintf("agent %q asks for a worktree (worktree: true in %s)", prof.Name, prof.Source)
+	why := "--worktree"
+	if in.Why != "" {
+		why = in.Why
 	}
-	if args.Worktree != nil {
-		want, why = *args.Worktree, "--worktree"
-	}
-	if !want {
-		return nil
-	}
-	_, err := worktree.Detect(ctx, cwd)
 	switch {
-	case err == nil:
-		return nil
+	case in.Arg == orchestrator.ArgAgent:
+		return usageErr("--agent: %v", in.Err)
 	case errors.Is(err, worktree.ErrNotRepository):
 		return usageErr("%s: %s is not inside a git repository; run ink from a git repository (or pass --cwd), or pass --worktree=false", why, cwd)
-	case errors.Is(err, worktree.ErrNoCommits):
-		return usageErr("%s: %v", why, err)
+	case errors.Is(err, orchestrator.ErrBadInput):
+		return usageErr("%s: %v", why, in.Err)
 	default:
-		return &exitError{code: exitFailed, msg: fmt.Sprintf("%s: %v", why, err)}
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("%s: %v", why, in.Err)}
 	}
-}
-
-// checkProfileModel checks that the model of profile p, resolved against
-// the parent's binding as the supervisor resolves it, can run: a script
-// that exists (a relative path is read from the profile's directory), a
-// provider whose key is set.
-func checkProfileModel(set *agents.Set, p agents.Profile, parent model.Binding) error {
-	b, _, err := set.ResolveModel(p, parent)
-	if err != nil {
-		return usageErr("--agent: %v", err)
-	}
-	if b == parent {
-		return nil
-	}
-	if b.Provider == "script" {
-		path := b.Model
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(filepath.Dir(p.Source), path)
-		}
-		if fi, err := os.Stat(path); err != nil || fi.IsDir() {
-			return usageErr("--agent: agent %q: model %s: no such script file (a relative path is read from %s); fix the model: line of %s", p.Name, p.Model, filepath.Dir(p.Source), p.Source)
-		}
-		return checkScript(fmt.Sprintf("--agent: agent %q: model %s", p.Name, p.Model), path)
-	}
-	if _, err := providers.Check(providers.Resolve(b, os.Getenv), os.Getenv); err != nil {
-		return usageErr("--agent: agent %q: %v; or change the model: line of %s", p.Name, err, p.Source)
-	}
-	return nil
 }

@@ -1178,3 +1178,29 @@ func TestWorktreeResumeAfterHostLoss(t *testing.T) {
 	}
 	wtAssertKept(t, e, &session.WorktreeOutcome{Path: path, Branch: "ink/" + id})
 }
+
+// TestWorktreeOutsideGit: a worktree asked for outside a git repository,
+// by --worktree or by the agent's profile, is bad input found before
+// anything is written: exit 2, a message naming what asked and how to
+// fix it, and no session.
+func TestWorktreeOutsideGit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	putProfileFile(t, filepath.Join(e.home, "agents", "fixer.md"), "---\nname: fixer\ndescription: fixes\nworktree: true\n---\n")
+	script := e.write("s.yaml", "rules:\n  - reply: {text: \"ran\"}\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--worktree"}, "--worktree: " + e.dir + " is not inside a git repository; run ink from a git repository (or pass --cwd), or pass --worktree=false"},
+		{[]string{"--agent", "fixer"}, `agent "fixer" asks for a worktree (worktree: true in ` + filepath.Join(e.home, "agents", "fixer.md") + "): " + e.dir + " is not inside a git repository"},
+	} {
+		p, code := e.run(append(append([]string{"task"}, c.args...), "--model", "script:"+script, "go")...)
+		if code != 2 || !strings.Contains(p.stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, want 2 and %q; stderr:\n%s", c.args, code, c.want, p.stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "sessions")); err == nil {
+		t.Fatalf("a refused task left a session behind")
+	}
+}
