@@ -148,7 +148,7 @@ func StartExec(ctx context.Context, cfg ExecConfig) (*RemoteClient, error) {
 	}
 
 	c.stream = &streamConn{r: in, w: stdin, closers: []io.Closer{stdin, stdout}}
-	if err := c.connect(ctx, c.stream, cfg.Command); err != nil {
+	if err := c.connect(ctx, c.stream, cfg.Command, true); err != nil {
 		return fail(err)
 	}
 	return c, nil
@@ -156,7 +156,7 @@ func StartExec(ctx context.Context, cfg ExecConfig) (*RemoteClient, error) {
 
 // connect speaks gRPC over conn, the worker's stream, and calls Info:
 // a worker of another protocol is refused. On error conn is closed.
-func (c *RemoteClient) connect(ctx context.Context, conn net.Conn, what string, opts ...grpc.DialOption) error {
+func (c *RemoteClient) connect(ctx context.Context, conn net.Conn, what string, waitForReady bool, opts ...grpc.DialOption) error {
 	var dialed sync.Once
 	dial := func(context.Context, string) (net.Conn, error) {
 		var got net.Conn
@@ -178,7 +178,7 @@ func (c *RemoteClient) connect(ctx context.Context, conn net.Conn, what string, 
 		return fmt.Errorf("start remote worker: %w", err)
 	}
 	c.worker = pb.NewWorkerClient(c.conn)
-	c.info, err = c.worker.Info(ctx, &pb.InfoRequest{}, grpc.WaitForReady(true))
+	c.info, err = c.worker.Info(ctx, &pb.InfoRequest{}, grpc.WaitForReady(waitForReady))
 	if err != nil {
 		_ = c.conn.Close()
 		_ = conn.Close()

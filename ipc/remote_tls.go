@@ -282,7 +282,10 @@ func DialRemote(ctx context.Context, cfg DialConfig) (*RemoteClient, error) {
 		return nil, fmt.Errorf("dial remote worker: TLS: %w", err)
 	}
 	c := &RemoteClient{stream: conn, exited: make(chan struct{})}
-	if err := c.connect(ctx, conn, "dialed", grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: remoteKeepalive, Timeout: remoteKeepalive, PermitWithoutStream: true})); err != nil {
+	// Not WaitForReady: the connection is dialed once, so a worker that
+	// refused it (TLS 1.3 reports a refused client certificate after the
+	// client's handshake) fails Info at once instead of at the timeout.
+	if err := c.connect(ctx, conn, "dialed", false, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: remoteKeepalive, Timeout: remoteKeepalive, PermitWithoutStream: true})); err != nil {
 		return nil, err
 	}
 	return c, nil
