@@ -73,7 +73,7 @@ type Profile struct {
 	// network; nil when absent (the run's --network decides).
 	Network *bool
 	// Launcher is the `launcher:` field: where the agent's workers run,
-	// one of Launchers ("local", or "remote": through the run's --launcher
+	// one of Launchers ("local", "kube", or "remote": through the run's --launcher
 	// exec:…); "" when absent (the run's --launcher decides).
 	Launcher string
 	// Reloaded says the file (in this version) was loaded by a reload
@@ -117,9 +117,10 @@ var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 var SandboxModes = []string{"read-only", "workspace-write", "danger-full-access"}
 
 // Launchers are the values of `launcher:`: "local" runs the agent's
-// workers on this machine; "remote" through the run's --launcher
-// exec:COMMAND, which the user must have given.
-var Launchers = []string{"local", "remote"}
+// workers on this machine; "remote" through the run's remote launcher
+// (--launcher exec:COMMAND or kube), which the user must have given;
+// "kube" in a Pod, which needs the run's --launcher kube.
+var Launchers = []string{"local", "remote", "kube"}
 
 // claudeCodeFields are the frontmatter keys Claude Code's agents use that
 // ink does not: they are kept in Extra with a note, without a warning.

@@ -337,3 +337,17 @@ func TestMain(m *testing.M) {
 }
 
 var _ = context.Background
+
+// TestFlags: good flags make the config; a bad one is named.
+func TestFlags(t *testing.T) {
+	t.Parallel()
+	cfg, err := Flags{Connect: "port-forward", CPU: "500m", Memory: "4Gi"}.Config()
+	if err != nil || cfg.Connect != ConnectPortForward || cfg.Resources.Limits.Memory().String() != "4Gi" || cfg.Resources.Requests.Cpu().String() != "500m" {
+		t.Fatalf("Config = %+v, %v", cfg, err)
+	}
+	for _, f := range []Flags{{Connect: "ssh"}, {CPU: "lots"}, {Memory: "-1Gi"}, {StartTimeout: -time.Second}} {
+		if _, err := f.Config(); err == nil || !strings.Contains(err.Error(), "--kube-") {
+			t.Errorf("%+v: err = %v, want the flag named", f, err)
+		}
+	}
+}
