@@ -122,6 +122,7 @@ func (c *podConn) start(ctx context.Context, rv string) (*podConn, error) {
 	c.stopW = stop
 	go c.watch(wctx, rv)
 
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.l.cfg.StartTimeout)
 	defer cancel()
 	shown := ""
@@ -148,6 +149,9 @@ func (c *podConn) start(ctx context.Context, rv string) (*podConn, error) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			if outer.Err() != nil {
+				return nil, fmt.Errorf("pod %s: cancelled while it was starting (%s): %w", c.name, shown, outer.Err())
+			}
 			return nil, fmt.Errorf("%w (%s): pod %s: %s", errStartTimeout, c.l.cfg.StartTimeout, c.name, shown)
 		}
 	}

@@ -183,6 +183,27 @@ func TestPendingReasons(t *testing.T) {
 	}
 }
 
+// TestCancelWhileStarting: a launch cancelled while its pod is Pending
+// says so and deletes the pod.
+func TestCancelWhileStarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakePods()
+		l, _ := newTestLauncher(t, f, Config{})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			time.Sleep(10 * time.Second)
+			cancel()
+		}()
+		_, err := l.Dial(ctx, command.Dial{Spec: testSpec()})
+		if err == nil || errors.Is(err, errStartTimeout) || !strings.Contains(err.Error(), "cancelled while it was starting") {
+			t.Fatalf("err = %v, want the cancel named", err)
+		}
+		if name := f.createdPods()[0].Name; f.exists(name) {
+			t.Error("the pod of a cancelled launch is still there")
+		}
+	})
+}
+
 // TestFate: how a pod ended, as the attempt's end names it.
 func TestFate(t *testing.T) {
 	t.Parallel()
@@ -335,8 +356,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
-
-var _ = context.Background
 
 // TestFlags: good flags make the config; a bad one is named.
 func TestFlags(t *testing.T) {
