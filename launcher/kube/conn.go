@@ -72,31 +72,37 @@ func (c *podConn) current() (*corev1.Pod, <-chan struct{}) {
 	return c.pod, c.changed
 }
 
-// watch follows the pod until ctx is done or it ended, rewatching when
-// the apiserver closes a watch.
+// watch follows the pod until ctx is done or it is deleted. When a watch
+// ends (the apiserver closes watches after a while, or the version it
+// started from is too old) it reads the pod afresh and watches again from
+// there.
 func (c *podConn) watch(ctx context.Context, rv string) {
 	for ctx.Err() == nil {
-		ch, err := c.l.api.Watch(ctx, c.name, rv)
-		if err != nil {
-			if p, getErr := c.l.api.Get(ctx, c.name); getErr == nil {
+		if ch, err := c.l.api.Watch(ctx, c.name, rv); err == nil {
+			for p := range ch {
 				c.setPod(p)
-			} else if isNotFound(getErr) {
-				c.markDeleted()
-				return
+				if p.DeletionTimestamp != nil {
+					return
+				}
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			continue
 		}
-		for p := range ch {
+		if ctx.Err() != nil {
+			return
+		}
+		p, err := c.l.api.Get(ctx, c.name)
+		switch {
+		case err == nil:
 			rv = p.ResourceVersion
 			c.setPod(p)
-			if ended(p) && p.DeletionTimestamp != nil {
-				return
-			}
+			continue
+		case isNotFound(err):
+			c.markDeleted()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -118,6 +124,7 @@ func (c *podConn) markDeleted() {
 // start waits for the pod to run with an IP (telling the user why it
 // does not yet), reads the worker's greeting from its log and dials it.
 func (c *podConn) start(ctx context.Context, rv string) (*podConn, error) {
+	// The watch and the log outlive the start: they end with the pod.
 	wctx, stop := context.WithCancel(context.Background())
 	c.stopW = stop
 	go c.watch(wctx, rv)
@@ -155,7 +162,7 @@ func (c *podConn) start(ctx context.Context, rv string) (*podConn, error) {
 			return nil, fmt.Errorf("%w (%s): pod %s: %s", errStartTimeout, c.l.cfg.StartTimeout, c.name, shown)
 		}
 	}
-	logs, err := c.l.api.Logs(ctx, c.name)
+	logs, err := c.l.api.Logs(wctx, c.name)
 	if err != nil {
 		return nil, fmt.Errorf("read the log of pod %s: %w", c.name, err)
 	}
@@ -272,8 +279,6 @@ func (c *podConn) delete() {
 		zero := int64(0)
 		if err := c.l.api.Delete(ctx, c.name, &zero); err != nil {
 			c.l.cfg.Logger.Warn("pod not deleted", "pod", c.name, "err", err)
-		} else {
-			c.l.track(c.name, false)
 		}
 		if c.stopW != nil {
 			c.stopW()

@@ -29,7 +29,6 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,8 +156,6 @@ type Launcher struct {
 	identity  *ipc.Identity
 	run       string
 	self      supervisor
-	mu        sync.Mutex
-	pods      map[string]bool // the pods of this launcher not deleted yet
 }
 
 var (
@@ -261,7 +258,7 @@ func newLauncher(ctx context.Context, cfg Config, connect ConnectMode) (*Launche
 		return nil, err
 	}
 	l := &Launcher{cfg: cfg, api: cfg.api, namespace: cfg.Namespace, connect: connect, identity: id,
-		run: strings.ToLower(session.NewID()), self: thisSupervisor(), pods: map[string]bool{}}
+		run: strings.ToLower(session.NewID()), self: thisSupervisor()}
 	l.Launcher = command.New(command.Config{Environ: cfg.Environ, Logger: cfg.Logger, Workspace: cfg.Workspace,
 		Includes: cfg.Includes, Warn: cfg.Warn, Transport: l})
 	if _, err := l.prune(ctx, processAlive); err != nil {
@@ -312,7 +309,6 @@ func (l *Launcher) Dial(ctx context.Context, d command.Dial) (command.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("create pod %s in namespace %s: %w", ps.name, l.namespace, err)
 	}
-	l.track(ps.name, true)
 	pc := &podConn{l: l, name: ps.name, log: d.Log, label: spec.Label, gone: make(chan struct{})}
 	pc.setPod(created)
 	c, err := pc.start(ctx, created.ResourceVersion)
@@ -321,17 +317,6 @@ func (l *Launcher) Dial(ctx context.Context, d command.Dial) (command.Conn, erro
 		return nil, err
 	}
 	return c, nil
-}
-
-// track records a pod as the launcher's (or no more).
-func (l *Launcher) track(name string, live bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if live {
-		l.pods[name] = true
-	} else {
-		delete(l.pods, name)
-	}
 }
 
 // note tells the user about an attempt's pod.
