@@ -2,10 +2,12 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +17,10 @@ import (
 
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/launcher/command"
+	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/worker"
+	"github.com/inkdev/ink/worktree"
 )
 
 // workerRoleEnv makes the test binary the pod's worker: `ink worker
@@ -38,6 +43,13 @@ type workerProc struct {
 }
 
 func processKubelet(t *testing.T, tamper func(env []string) []string, procs chan<- workerProc) func(f *fakePods, pod *corev1.Pod) {
+	return isolatedKubelet(t, tamper, procs, nil)
+}
+
+// isolatedKubelet is processKubelet whose workers, when hide names
+// directories, run in a mount namespace of their own with an empty tmpfs
+// over each, as a pod shares no disk with its supervisor.
+func isolatedKubelet(t *testing.T, tamper func(env []string) []string, procs chan<- workerProc, hide []string) func(f *fakePods, pod *corev1.Pod) {
 	return func(f *fakePods, pod *corev1.Pod) {
 		c := pod.Spec.Containers[0]
 		env := []string{workerRoleEnv + "=127.0.0.1:0", "PATH=" + os.Getenv("PATH")}
@@ -54,6 +66,14 @@ func processKubelet(t *testing.T, tamper func(env []string) []string, procs chan
 			env = tamper(env)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		if len(hide) > 0 {
+			script := ""
+			for i := range hide {
+				script += fmt.Sprintf(`mount -t tmpfs none "$%d" && `, i+2)
+			}
+			args := append([]string{"--mount", "--map-root-user", "sh", "-c", script + `exec "$1" -test.run='^$'`, "sh", os.Args[0]}, hide...)
+			cmd = exec.Command("unshare", args...)
+		}
 		cmd.Env = env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out, err := cmd.StdoutPipe()
@@ -182,4 +202,96 @@ func TestPortForwardMode(t *testing.T) {
 	if g, _ := f.deletedWith(name); g == nil || *g != 0 {
 		t.Errorf("Kill deleted the pod with grace %v, want 0", g)
 	}
+}
+
+// TestAttemptInAPod: a whole attempt through the kube launcher: the pod's
+// worker (real, in a mount namespace where the supervisor's INK_HOME and
+// checkout are empty) gets the worktree shipped, runs the script model,
+// and its entries are written by the supervisor through the fence; the
+// attempt completes, the transcript records it, and closing the worker
+// deletes its pod.
+func TestAttemptInAPod(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1): cannot give the worker a mount namespace of its own")
+	}
+	repo, home := gitRepo(t), t.TempDir()
+	script := filepath.Join(t.TempDir(), "reply.yaml")
+	if err := os.WriteFile(script, []byte("rules:\n  - reply: {text: \"done in a pod\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	r, err := worktree.Detect(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := session.NewID()
+	rec, err := worktree.CreateFor(ctx, r, home, child, os.Getpid(), worktree.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ipc.AttemptSpec{
+		InkHome: home, Transcript: session.ChildPath(session.MainPath(home, repo, session.NewID()), child), AttemptID: session.NewID(), SessionID: child, Label: "main/1",
+		Binding: model.Binding{Provider: "script", Model: script}, Cwd: rec.Path, Root: rec.Path, Prompt: "work in a pod", Depth: 1,
+		HeartbeatInterval: 100 * time.Millisecond,
+		Create:            &session.Header{Type: "session", Version: session.Version, ID: child, CreatedAt: time.Now().UTC(), Cwd: rec.Path},
+		Remote:            &ipc.RemoteSpec{Workspace: &ipc.RemoteWorkspace{Path: rec.Path, Baseline: rec.Baseline, Branch: rec.Branch}},
+	}
+	f := newFakePods()
+	f.deletes = make(chan string, 4)
+	procs := make(chan workerProc, 1)
+	f.kubelet = isolatedKubelet(t, nil, procs, []string{home, repo})
+	l, _ := newTestLauncher(t, f, Config{})
+	w, err := l.Launch(ctx, spec)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	var out ipc.Outcome
+	for {
+		m, err := w.Recv()
+		if err != nil {
+			t.Fatalf("Recv: %v", err)
+		}
+		if o, ok := m.(ipc.Outcome); ok {
+			out = o
+			break
+		}
+	}
+	if err := w.Send(ipc.Ack{}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if out.Status != session.StatusCompleted || !strings.Contains(out.Text, "done in a pod") {
+		t.Fatalf("outcome %s %q (%s)", out.Status, out.Text, out.Reason)
+	}
+	tr, err := session.Open(spec.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, ok := tr.LastAttemptEnd(); !ok || end.Status != session.StatusCompleted || end.AttemptID != spec.AttemptID {
+		t.Errorf("the transcript's last end %+v (%v), want this attempt completed", end, ok)
+	}
+	if name := <-f.deletes; f.exists(name) {
+		t.Errorf("pod %s is still there after Close", name)
+	}
+	<-(<-procs).exited
+}
+
+// gitRepo makes a repository with one commit in a temporary directory and
+// returns its path (symlinks resolved, as git reports it).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "README"}, {"-c", "user.name=t", "-c", "user.email=t@ink.invalid", "commit", "-q", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
 }
