@@ -260,6 +260,14 @@ func TestAttemptInAPod(t *testing.T) {
 	if err := w.Send(ipc.Ack{}); err != nil {
 		t.Fatal(err)
 	}
+	// As the supervisor does, receive until the worker ends its stream.
+	go func() {
+		for {
+			if _, err := w.Recv(); err != nil {
+				return
+			}
+		}
+	}()
 	w.Close()
 	if out.Status != session.StatusCompleted || !strings.Contains(out.Text, "done in a pod") {
 		t.Fatalf("outcome %s %q (%s)", out.Status, out.Text, out.Reason)
