@@ -125,3 +125,90 @@ func TestListenGreetingVersion(t *testing.T) {
 		t.Fatal("a line that is no greeting was accepted")
 	}
 }
+
+// freezer is a TCP relay that can stop relaying, as a frozen or
+// partitioned supervisor's machine does: the connection stays open and
+// nothing crosses it.
+type freezer struct {
+	lis    net.Listener
+	frozen chan struct{}
+}
+
+func newFreezer(t *testing.T, to string) *freezer {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lis.Close() })
+	f := &freezer{lis: lis, frozen: make(chan struct{})}
+	go func() {
+		for {
+			in, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", to)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			t.Cleanup(func() { _, _ = in.Close(), out.Close() })
+			go f.relay(in, out)
+			go f.relay(out, in)
+		}
+	}()
+	return f
+}
+
+// relay copies src to dst until frozen, then holds both open.
+func (f *freezer) relay(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-f.frozen:
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestListenStopsWhenItsHostFreezes: a worker whose supervisor goes
+// silent without closing anything (a frozen machine, a partition) sees
+// its connection die by keepalive and stops on its own within seconds.
+func TestListenStopsWhenItsHostFreezes(t *testing.T) {
+	t.Parallel()
+	host, err := NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, done := listenWorker(t, host.Hash())
+	relay := newFreezer(t, g.Addr)
+	c, err := DialRemote(t.Context(), DialConfig{Dial: tcpDial(relay.lis.Addr().String()), Identity: host, Worker: g.Cert})
+	if err != nil {
+		t.Fatalf("DialRemote: %v", err)
+	}
+	t.Cleanup(c.Kill)
+	frozenAt := time.Now()
+	close(relay.frozen)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the worker ended with %v", err)
+		}
+		if waited := time.Since(frozenAt); waited > 4*remoteKeepalive+time.Second {
+			t.Errorf("the worker stopped %v after its host froze, want within about %v", waited, 2*remoteKeepalive)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker still serves a host that froze 30 s ago")
+	}
+}
