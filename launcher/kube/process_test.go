@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/launcher/command"
 	"github.com/inkdev/ink/model"
@@ -71,7 +72,9 @@ func isolatedKubelet(t *testing.T, tamper func(env []string) []string, procs cha
 			for i := range hide {
 				script += fmt.Sprintf(`mount -t tmpfs none "$%d" && `, i+2)
 			}
-			args := append([]string{"--mount", "--map-root-user", "sh", "-c", script + `exec "$1" -test.run='^$'`, "sh", os.Args[0]}, hide...)
+			// Its own PID namespace as well: the worker is PID 1, as in a
+			// pod, and killing it ends everything it started.
+			args := append([]string{"--mount", "--map-root-user", "--pid", "--fork", "sh", "-c", script + `exec "$1" -test.run='^$'`, "sh", os.Args[0]}, hide...)
 			cmd = exec.Command("unshare", args...)
 		}
 		cmd.Env = env
@@ -101,6 +104,9 @@ func isolatedKubelet(t *testing.T, tamper func(env []string) []string, procs cha
 			return
 		}
 		f.update(pod.Name, func(p *corev1.Pod) {
+			if len(p.Status.ContainerStatuses) > 0 {
+				return // the test reported how it ended
+			}
 			p.Status.Phase = corev1.PodSucceeded
 			if err != nil {
 				p.Status.Phase = corev1.PodFailed
@@ -215,33 +221,8 @@ func TestAttemptInAPod(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare(1): cannot give the worker a mount namespace of its own")
 	}
-	repo, home := gitRepo(t), t.TempDir()
-	script := filepath.Join(t.TempDir(), "reply.yaml")
-	if err := os.WriteFile(script, []byte("rules:\n  - reply: {text: \"done in a pod\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec, f, l, procs := podAttempt(t, "rules:\n  - reply: {text: \"done in a pod\"}\n")
 	ctx := t.Context()
-	r, err := worktree.Detect(ctx, repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := session.NewID()
-	rec, err := worktree.CreateFor(ctx, r, home, child, os.Getpid(), worktree.Origin{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ipc.AttemptSpec{
-		InkHome: home, Transcript: session.ChildPath(session.MainPath(home, repo, session.NewID()), child), AttemptID: session.NewID(), SessionID: child, Label: "main/1",
-		Binding: model.Binding{Provider: "script", Model: script}, Cwd: rec.Path, Root: rec.Path, Prompt: "work in a pod", Depth: 1,
-		HeartbeatInterval: 100 * time.Millisecond,
-		Create:            &session.Header{Type: "session", Version: session.Version, ID: child, CreatedAt: time.Now().UTC(), Cwd: rec.Path},
-		Remote:            &ipc.RemoteSpec{Workspace: &ipc.RemoteWorkspace{Path: rec.Path, Baseline: rec.Baseline, Branch: rec.Branch}},
-	}
-	f := newFakePods()
-	f.deletes = make(chan string, 4)
-	procs := make(chan workerProc, 1)
-	f.kubelet = isolatedKubelet(t, nil, procs, []string{home, repo})
-	l, _ := newTestLauncher(t, f, Config{})
 	w, err := l.Launch(ctx, spec)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -285,6 +266,41 @@ func TestAttemptInAPod(t *testing.T) {
 	<-(<-procs).exited
 }
 
+// podAttempt makes a child's worktree and the spec of its first attempt
+// on the script model of scriptText, and a launcher whose pods run the
+// real worker in namespaces of its own (no INK_HOME, no checkout).
+func podAttempt(t *testing.T, scriptText string) (ipc.AttemptSpec, *fakePods, *Launcher, chan workerProc) {
+	t.Helper()
+	repo, home := gitRepo(t), t.TempDir()
+	script := filepath.Join(t.TempDir(), "reply.yaml")
+	if err := os.WriteFile(script, []byte(scriptText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	r, err := worktree.Detect(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := session.NewID()
+	rec, err := worktree.CreateFor(ctx, r, home, child, os.Getpid(), worktree.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ipc.AttemptSpec{
+		InkHome: home, Transcript: session.ChildPath(session.MainPath(home, repo, session.NewID()), child), AttemptID: session.NewID(), SessionID: child, Label: "main/1",
+		Binding: model.Binding{Provider: "script", Model: script}, Cwd: rec.Path, Root: rec.Path, Prompt: "work in a pod", Depth: 1,
+		HeartbeatInterval: 100 * time.Millisecond,
+		Create:            &session.Header{Type: "session", Version: session.Version, ID: child, CreatedAt: time.Now().UTC(), Cwd: rec.Path},
+		Remote:            &ipc.RemoteSpec{Workspace: &ipc.RemoteWorkspace{Path: rec.Path, Baseline: rec.Baseline, Branch: rec.Branch}},
+	}
+	f := newFakePods()
+	f.deletes = make(chan string, 4)
+	procs := make(chan workerProc, 1)
+	f.kubelet = isolatedKubelet(t, nil, procs, []string{home, repo})
+	l, _ := newTestLauncher(t, f, Config{})
+	return spec, f, l, procs
+}
+
 // gitRepo makes a repository with one commit in a temporary directory and
 // returns its path (symlinks resolved, as git reports it).
 func gitRepo(t *testing.T) string {
@@ -302,4 +318,50 @@ func gitRepo(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// TestOOMKilledPodNamesTheEnd: a pod killed for memory while its worker
+// runs a tool ends the attempt interrupted, its reason naming OOMKilled,
+// so the child resumes; closing the worker deletes the pod.
+func TestOOMKilledPodNamesTheEnd(t *testing.T) {
+	t.Parallel()
+	spec, f, l, procs := podAttempt(t, "rules:\n  - when: {turn: 1}\n    reply:\n      calls: [{tool: bash, args: {command: \"sleep 120\"}}]\n  - reply: {text: \"done\"}\n")
+	w, err := l.Launch(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	proc := <-procs
+	var recvErr error
+	for recvErr == nil {
+		var m ipc.WorkerMsg
+		m, recvErr = w.Recv()
+		if ev, ok := m.(ipc.Event); ok {
+			if ts, ok := ev.Body.(event.ToolStart); ok && ts.Name == "bash" {
+				// The kernel kills the container for memory; the kubelet
+				// reports it in the pod's status.
+				name := f.createdPods()[0].Name
+				_ = syscall.Kill(-proc.pid, syscall.SIGKILL)
+				f.update(name, func(p *corev1.Pod) {
+					p.Status.Phase = corev1.PodFailed
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: workerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
+				})
+			}
+		}
+		if _, ok := m.(ipc.Outcome); ok {
+			t.Fatal("the worker reported an outcome after it was killed")
+		}
+	}
+	w.Close()
+	<-proc.exited
+	tr, err := session.Open(spec.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, ok := tr.LastAttemptEnd()
+	if !ok || end.Status != session.StatusInterrupted || !strings.Contains(end.Reason, "OOMKilled") {
+		t.Errorf("the transcript's last end %+v (%v), want interrupted naming OOMKilled", end, ok)
+	}
+	if f.exists(f.createdPods()[0].Name) {
+		t.Error("the OOM-killed pod is still there after Close")
+	}
 }
