@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -363,5 +364,61 @@ func TestOOMKilledPodNamesTheEnd(t *testing.T) {
 	}
 	if f.exists(f.createdPods()[0].Name) {
 		t.Error("the OOM-killed pod is still there after Close")
+	}
+}
+
+// TestSIGTERMInterrupts: the cluster's SIGTERM to the pod's worker (PID 1
+// of its container) ends its attempt interrupted, recorded by the worker
+// through the supervisor while the stream lasts.
+func TestSIGTERMInterrupts(t *testing.T) {
+	t.Parallel()
+	spec, _, l, procs := podAttempt(t, "rules:\n  - when: {turn: 1}\n    reply:\n      calls: [{tool: bash, args: {command: \"sleep 120\"}}]\n  - reply: {text: \"done\"}\n")
+	w, err := l.Launch(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	proc := <-procs
+	var out *ipc.Outcome
+	for out == nil {
+		m, err := w.Recv()
+		if err != nil {
+			t.Fatalf("Recv: %v", err)
+		}
+		switch m := m.(type) {
+		case ipc.Event:
+			if ts, ok := m.Body.(event.ToolStart); ok && ts.Name == "bash" {
+				// unshare --fork's child is the worker, PID 1 inside.
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", proc.pid, proc.pid))
+				pid, convErr := strconv.Atoi(strings.TrimSpace(string(b)))
+				if err != nil || convErr != nil {
+					t.Fatalf("the worker's pid: %q, %v, %v", b, err, convErr)
+				}
+				if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case ipc.Outcome:
+			out = &m
+		}
+	}
+	_ = w.Send(ipc.Ack{})
+	go func() {
+		for {
+			if _, err := w.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	w.Close()
+	<-proc.exited
+	if out.Status != session.StatusInterrupted || out.Reason != worker.PodTerminated {
+		t.Errorf("outcome %s %q, want interrupted: %s", out.Status, out.Reason, worker.PodTerminated)
+	}
+	tr, err := session.Open(spec.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, ok := tr.LastAttemptEnd(); !ok || end.Status != session.StatusInterrupted || end.Reason != worker.PodTerminated {
+		t.Errorf("the transcript's last end %+v (%v), want interrupted: %s", end, ok, worker.PodTerminated)
 	}
 }
