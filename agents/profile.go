@@ -123,13 +123,15 @@ type Launcher string
 const (
 	// LauncherLocal runs the agent's workers on this machine.
 	LauncherLocal Launcher = "local"
-	// LauncherRemote runs them through the run's --launcher exec:COMMAND,
-	// which the user must have given.
+	// LauncherRemote runs them through the run's remote launcher
+	// (--launcher exec:COMMAND or kube), which the user must have given.
 	LauncherRemote Launcher = "remote"
+	// LauncherKube runs them in Pods, which needs the run's --launcher kube.
+	LauncherKube Launcher = "kube"
 )
 
 // Launchers are the values of `launcher:`, in the order messages list them.
-var Launchers = []Launcher{LauncherLocal, LauncherRemote}
+var Launchers = []Launcher{LauncherLocal, LauncherRemote, LauncherKube}
 
 // claudeCodeFields are the frontmatter keys Claude Code's agents use that
 // ink does not: they are kept in Extra with a note, without a warning.

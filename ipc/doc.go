@@ -42,6 +42,19 @@
 // anything else first. The worker stops when its stream closes and no
 // attempt runs, as a local worker stops when its host is gone.
 //
+// # Workers dialed over the network
+//
+// [ServeListen] serves the same Worker service on a TCP listener, for a
+// worker in a container (a Kubernetes pod) that the host dials: the worker
+// makes an ephemeral key ([NewIdentity]), writes a greeting line with its
+// protocol, version, certificate hash and address to its output (which
+// the host reads through the pod's log: [ParseListenGreeting]), and
+// accepts one TLS 1.3 client, the one whose certificate hash
+// [SupervisorCertEnv] names. [DialRemote] is the host's side: it pins the
+// worker's hash, presents its own identity and calls Info. Both ends keep
+// the connection alive with gRPC keepalive, so a worker whose host froze
+// or vanished stops within seconds.
+//
 // # Heartbeats
 //
 // [Client.Beats] opens the worker's Beats stream, a server stream of its

@@ -74,9 +74,9 @@ type ExecConfig struct {
 // command's standard input and output. Its methods are safe for concurrent
 // use; the caller must call Kill or Shutdown when done with it.
 type RemoteClient struct {
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd // nil for a worker dialed over the network
 	conn   *grpc.ClientConn
-	stream *streamConn
+	stream net.Conn
 	worker pb.WorkerClient
 	info   *pb.InfoReply
 	exited chan struct{}
@@ -149,33 +149,48 @@ func StartExec(ctx context.Context, cfg ExecConfig) (*RemoteClient, error) {
 	}
 
 	c.stream = &streamConn{r: in, w: stdin, closers: []io.Closer{stdin, stdout}}
+	if err := c.connect(ctx, c.stream, cfg.Command, true); err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// connect speaks gRPC over conn, the worker's stream, and calls Info:
+// a worker of another protocol is refused. On error conn is closed.
+func (c *RemoteClient) connect(ctx context.Context, conn net.Conn, what string, waitForReady bool, opts ...grpc.DialOption) error {
 	var dialed sync.Once
 	dial := func(context.Context, string) (net.Conn, error) {
-		var conn net.Conn
-		dialed.Do(func() { conn = c.stream })
-		if conn == nil {
+		var got net.Conn
+		dialed.Do(func() { got = conn })
+		if got == nil {
 			return nil, errors.New("the remote worker's stream broke and cannot be dialed again")
 		}
-		return conn, nil
+		return got, nil
 	}
-	c.conn, err = grpc.NewClient("passthrough:///ink-remote-worker",
+	opts = append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+	}, opts...)
+	var err error
+	c.conn, err = grpc.NewClient("passthrough:///ink-remote-worker", opts...)
 	if err != nil {
-		return fail(fmt.Errorf("start remote worker: %w", err))
+		_ = conn.Close()
+		return fmt.Errorf("start remote worker: %w", err)
 	}
 	c.worker = pb.NewWorkerClient(c.conn)
-	c.info, err = c.worker.Info(ctx, &pb.InfoRequest{}, grpc.WaitForReady(true))
+	c.info, err = c.worker.Info(ctx, &pb.InfoRequest{}, grpc.WaitForReady(waitForReady))
 	if err != nil {
 		_ = c.conn.Close()
-		return fail(fmt.Errorf("start remote worker (%s): Info: %w", cfg.Command, err))
+		_ = conn.Close()
+		return fmt.Errorf("start remote worker (%s): Info: %w", what, err)
 	}
 	if got := int(c.info.GetProtocolVersion()); got != ProtocolVersion {
 		_ = c.conn.Close()
-		return fail(&ProtocolMismatchError{Worker: got, Host: ProtocolVersion})
+		_ = conn.Close()
+		return &ProtocolMismatchError{Worker: got, Host: ProtocolVersion}
 	}
-	return c, nil
+	return nil
 }
 
 // readGreeting reads the first line of the command's output, bounded in
@@ -253,7 +268,12 @@ func clip(s string) string {
 // Pid returns the launch command's process id (the shell, or what it
 // exec'ed), which leads its own session and process group. It is not the
 // remote worker's pid: Info says that.
-func (c *RemoteClient) Pid() int { return c.cmd.Process.Pid }
+func (c *RemoteClient) Pid() int {
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
 
 // Info returns the worker's answer to Info, fetched by StartExec.
 func (c *RemoteClient) Info() WorkerInfo {
@@ -275,6 +295,9 @@ func (c *RemoteClient) Attempt(ctx context.Context) (*HostStream, error) {
 func (c *RemoteClient) ProcessState() *os.ProcessState {
 	select {
 	case <-c.exited:
+		if c.cmd == nil {
+			return nil
+		}
 		return c.cmd.ProcessState
 	default:
 		return nil
@@ -301,6 +324,12 @@ func (c *RemoteClient) stop(now bool) {
 	c.stopOnce.Do(func() {
 		_ = c.conn.Close()
 		_ = c.stream.Close()
+		if c.cmd == nil {
+			// A worker dialed over the network: closing the connection is
+			// all the host can do; the worker stops as its host is gone.
+			close(c.exited)
+			return
+		}
 		if !now {
 			select {
 			case <-c.exited:
@@ -439,14 +468,21 @@ func serveRemote(h Handler, in io.ReadCloser, out io.WriteCloser, logger *slog.L
 	if _, err := fmt.Fprintf(out, "%s %d %s\n", remoteGreeting, ProtocolVersion, version.Ink); err != nil {
 		return fmt.Errorf("serve remote worker: greet the host: %w", err)
 	}
+	conn := &streamConn{r: in, w: out, closers: []io.Closer{in, out}}
+	return serveOn(h, newOneConnListener(conn), logger, connectTimeout)
+}
+
+// serveOn serves h to the one host that lis hands out and returns when
+// the host is gone and no Attempt handler still runs, or when no host
+// connected within connectTimeout.
+func serveOn(h Handler, lis net.Listener, logger *slog.Logger, connectTimeout time.Duration, opts ...grpc.ServerOption) error {
 	watch := newHostWatch()
-	srv := grpc.NewServer(
+	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.StatsHandler(watch))
+		grpc.StatsHandler(watch)}, opts...)
+	srv := grpc.NewServer(opts...)
 	pb.RegisterWorkerServer(srv, &workerServer{handler: h, infoVersion: ProtocolVersion, watch: watch})
-	conn := &streamConn{r: in, w: out, closers: []io.Closer{in, out}}
-	lis := newOneConnListener(conn)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 

@@ -136,9 +136,13 @@ type Config struct {
 	// whose profile does not say `launcher: local` on a worker that shares
 	// no disk with this supervisor, reached through COMMAND (which runs
 	// `ink worker --remote`); each such child works in a worktree.
-	// RemoteLauncher replaces the exec launcher (tests).
+	// RemoteLauncher replaces the exec launcher: launcher/kube's for
+	// --launcher kube, a fake in tests.
 	RemoteCommand  string
 	RemoteLauncher Launcher
+	// RemoteKind names the remote launcher's kind: KubeLauncher for
+	// launcher/kube's (--launcher kube), "" otherwise.
+	RemoteKind string
 	// RemoteIncludes ships a remote child's .worktreeinclude files too
 	// (--ship-includes); they often hold secrets, so by default they stay.
 	RemoteIncludes bool

@@ -82,7 +82,58 @@ func TestRemoteProfileWithoutLauncher(t *testing.T) {
 	})
 }
 
-// TestParseLauncher: local and exec:COMMAND are launchers; anything else
+// TestKubeProfile: a profile's launcher: kube runs remote under
+// --launcher kube, and is refused under an exec launcher or none, naming
+// the flag.
+func TestKubeProfile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		remote Launcher
+		kind   string
+		runs   bool
+	}{
+		{"kube", remoteFake, KubeLauncher, true},
+		{"exec", remoteFake, "", false},
+		{"none", nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo, home := gitRepo(t), t.TempDir()
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, Config{Workspaces: gitWorkspaces{}, InkHome: home, Cwd: repo, MaxDepth: 1, RemoteLauncher: tc.remote, RemoteKind: tc.kind,
+					Profiles: loadProfiles(t, home, map[string]string{"pod": "launcher: kube\n"})}, cast{
+					main: delegates(`{"prompt":"x","agent":"pod"}`),
+					child: func(w *fakeWorker) {
+						if w.Start() {
+							w.Complete("done", model.Usage{})
+						}
+					},
+				}.play)
+				h.run(t, RunOptions{Prompt: "p"})
+				child := h.l.byPrompt("x")
+				if tc.runs {
+					if child == nil || child.Spec.Remote == nil {
+						t.Fatal("the launcher: kube child did not run remote under --launcher kube")
+					}
+					return
+				}
+				if child != nil {
+					t.Fatal("the child ran")
+				}
+				var got string
+				for _, ans := range h.l.byLabel("main").answers() {
+					got += ans.Content + "\n"
+				}
+				if !strings.Contains(got, "launcher: kube") || !strings.Contains(got, "--launcher kube") {
+					t.Errorf("the refusal does not say what to pass:\n%s", got)
+				}
+			})
+		})
+	}
+}
+
+// TestParseLauncher: local, kube and exec:COMMAND are launchers; anything else
 // is refused saying what is.
 func TestParseLauncher(t *testing.T) {
 	t.Parallel()
@@ -92,7 +143,8 @@ func TestParseLauncher(t *testing.T) {
 			{"local", "", ""},
 			{"exec:ssh box ink worker --remote", "ssh box ink worker --remote", ""},
 			{"exec:  ", "", "names no command"},
-			{"kube", "", "a launcher is local or exec:COMMAND"},
+			{"kube", "", ""},
+			{"k8s", "", "a launcher is local, kube"},
 		} {
 			cmd, err := ParseLauncher(tc.in)
 			if cmd != tc.cmd || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {

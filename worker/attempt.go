@@ -78,6 +78,10 @@ type attempt struct {
 
 	cancel context.CancelCauseFunc
 	stop   stopReason
+	// terminated carries why the process was told to stop (SIGTERM of a
+	// remote worker: its pod is being deleted); the attempt then ends
+	// interrupted with that reason.
+	terminated chan string
 
 	pendingMu sync.Mutex
 	pending   map[string]chan ipc.TaskAnswer
@@ -132,7 +136,7 @@ func (a *attempt) progressSeq() int64 {
 // attempt's secrets redacted.
 func newAttempt(sp ipc.AttemptSpec, stream hostConn, log *slog.Logger) *attempt {
 	a := &attempt{spec: sp, stream: stream, pending: map[string]chan ipc.TaskAnswer{}, acked: make(chan struct{}), fsys: durable.OS,
-		hostGone: make(chan struct{}), chunks: make(chan ipc.WorkspaceChunk, 16)}
+		hostGone: make(chan struct{}), chunks: make(chan ipc.WorkspaceChunk, 16), terminated: make(chan string, 1)}
 	if sp.Remote != nil {
 		a.remote = newRemoteSink(a, sp.AttemptID, sp.Remote.Epoch)
 	}
@@ -300,6 +304,15 @@ func (a *attempt) request(ctx context.Context, op, callID string, args json.RawM
 	}
 }
 
+// terminate ends the attempt as interrupted for why, from any goroutine,
+// before or while it runs.
+func (a *attempt) terminate(why string) {
+	select {
+	case a.terminated <- why:
+	default:
+	}
+}
+
 var (
 	_ tools.TaskRunner     = (*attempt)(nil)
 	_ tools.TaskController = (*attempt)(nil)
@@ -318,6 +331,9 @@ func (a *attempt) run(hostCtx context.Context) outcome {
 		case <-hostCtx.Done():
 			a.stop.set(session.StatusInterrupted, ipc.HostLost)
 			cancel(errHostLost)
+		case why := <-a.terminated:
+			a.stop.set(session.StatusInterrupted, why)
+			cancel(errors.New(why))
 		case <-ctx.Done():
 		}
 	}()

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
@@ -28,6 +30,47 @@ func RemoteMain() int {
 	h := &handler{log: logger, done: make(chan struct{}), remote: true}
 	if err := ipc.ServeRemote(h, logger); err != nil {
 		fmt.Fprintf(os.Stderr, "ink worker --remote: %v\n", err)
+		return 1
+	}
+	if !reaper || !endDescendants() {
+		logger.Warn("Some process this worker started may still run")
+		return exitLeftovers
+	}
+	return 0
+}
+
+// PodTerminated is how an attempt ends when its remote worker is told to
+// stop by SIGTERM (the cluster deletes or evicts its pod, a node drains).
+const PodTerminated = "the worker was terminated by the cluster (SIGTERM)"
+
+// exitTerminated is the status of a worker told to stop before its
+// attempt came (128 + SIGTERM, as a shell reports it).
+const exitTerminated = 143
+
+// RemoteListenMain serves one attempt over TCP, for `ink worker --remote
+// --listen ADDR` in a container: TLS pinned both ways, the supervisor's
+// certificate hash from ipc.SupervisorCertEnv, its own announced on its
+// first line of standard output (which the supervisor reads through the
+// pod's log). As its container's PID 1 it handles SIGTERM: the attempt
+// ends interrupted and is recorded through the host while the stream
+// lasts. It returns the process's exit status.
+func RemoteListenMain(addr string) int {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("pid", os.Getpid())
+	reaper := becomeSubreaper() == nil
+	h := &handler{log: logger, done: make(chan struct{}), remote: true}
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	go func() {
+		for range terms {
+			if !h.started() {
+				// No attempt yet: nothing to record, nothing to wait for.
+				os.Exit(exitTerminated)
+			}
+			h.terminate(PodTerminated)
+		}
+	}()
+	if err := ipc.ServeListen(h, ipc.ListenConfig{Addr: addr, Supervisor: os.Getenv(ipc.SupervisorCertEnv), Greet: os.Stdout}, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "ink worker --remote --listen: %v\n", err)
 		return 1
 	}
 	if !reaper || !endDescendants() {

@@ -123,6 +123,8 @@ type handler struct {
 	done   chan struct{}
 	// current is the attempt being served, for its heartbeats' progress.
 	current atomic.Pointer[attempt]
+	// terminating is why the process was told to stop, if it was.
+	terminating string
 }
 
 var _ ipc.Progressor = (*handler)(nil)
@@ -134,6 +136,18 @@ func (h *handler) ProgressSeq() int64 {
 		return a.progressSeq()
 	}
 	return 0
+}
+
+// terminate ends the attempt being served, or the next one, as
+// interrupted for why. A worker told to stop before its attempt came has
+// nothing to record: it exits once the attempt ends at once.
+func (h *handler) terminate(why string) {
+	h.mu.Lock()
+	h.terminating = why
+	h.mu.Unlock()
+	if a := h.current.Load(); a != nil {
+		a.terminate(why)
+	}
 }
 
 func (h *handler) started() bool {
@@ -173,6 +187,11 @@ func (h *handler) Attempt(stream *ipc.WorkerStream) error {
 	h.adopt(sp)
 	a := newAttempt(sp, stream, h.log)
 	h.current.Store(a)
+	h.mu.Lock()
+	if h.terminating != "" {
+		a.terminate(h.terminating)
+	}
+	h.mu.Unlock()
 	a.log.Info("Attempt start", "transcript", sp.Transcript, "binding", sp.Binding.String(), "depth", sp.Depth)
 	out := a.run(stream.Context())
 	a.log.Info("Attempt end", "status", out.Status, "reason", out.Reason, "turns", out.Turns, "peakRSS", peakRSS())

@@ -24,7 +24,8 @@ const flagsAnnotation = "ink.sharedFlags"
 var (
 	// supervisorFlags are the flags of a command that runs agents.
 	supervisorFlags = []string{"model", "base-url", "cwd", "json", "max-parallel", "max-depth", "task-timeout",
-		"sandbox", "writable", "network", "allow-git-writes", "launcher", "ship-includes", "max-turns", "context-window", "budget", "verbose"}
+		"sandbox", "writable", "network", "allow-git-writes", "launcher", "ship-includes", "max-turns", "context-window", "budget", "verbose",
+		"kube-context", "kube-namespace", "kube-image", "kube-connect", "kube-cpu", "kube-memory", "kube-start-timeout"}
 	// lookFlags are the flags of a command that reads this directory's state.
 	lookFlags = []string{"cwd", "json"}
 )

@@ -52,6 +52,11 @@ func main() {
 		// and stdout are its host's stream.
 		os.Exit(worker.RemoteMain())
 	}
+	if len(os.Args) == 5 && os.Args[1] == "worker" && os.Args[2] == "--remote" && os.Args[3] == "--listen" {
+		// A worker in a container (a Kubernetes pod): it listens on TCP
+		// with TLS pinned both ways and announces itself on stdout.
+		os.Exit(worker.RemoteListenMain(os.Args[4]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		worker.Main() // a worker never prints; its environment holds no key anyway
 		return

@@ -42,6 +42,8 @@ type globals struct {
 	window       string
 	budget       string
 	verbose      bool
+	// kube holds the --kube-* flags of --launcher kube.
+	kube kubeOpts
 }
 
 func newRoot() *cobra.Command { return newRootFor(&globals{}) }
@@ -57,7 +59,15 @@ func newRootFor(g *globals) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see `%s --help`)", err, c.CommandPath())
 	})
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkSharedFlags(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkSharedFlags(cmd); err != nil {
+			return err
+		}
+		if n := kubeGiven(cmd); n != "" && g.launcher != orchestrator.KubeLauncher && (cmd.Parent() == nil || cmd.Parent().Name() != "kube") {
+			return usageErr("%s goes with --launcher kube; add it, or drop %s", n, n)
+		}
+		return nil
+	}
 	root.SetHelpFunc(helpShowingUsedFlags(root.HelpFunc()))
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.model, "model", "", "model as PROVIDER/MODEL (anthropic, openai, deepseek, ollama, vllm, openrouter) or script:PATH")
@@ -75,14 +85,15 @@ func newRootFor(g *globals) *cobra.Command {
 	pf.StringArrayVar(&g.writable, "writable", nil, "another directory bash may write under workspace-write (repeatable)")
 	pf.VarPF(&g.network, "network", "", "let bash reach the network under read-only and workspace-write (default: no network)").NoOptDefVal = "true"
 	pf.BoolVar(&g.gitWrites, "allow-git-writes", false, "let bash commit in your checkout under workspace-write: its git directory becomes writable, except config and hooks")
-	pf.StringVar(&g.launcher, "launcher", "local", "where children run: local, or exec:COMMAND — a command that runs `ink worker --remote` on another machine or in a container (e.g. 'exec:ssh buildbox ink worker --remote'); each such child works in a worktree")
-	pf.BoolVar(&g.shipIncludes, "ship-includes", false, "with --launcher exec:…, also send a remote child the .worktreeinclude files of its worktree (they often hold secrets)")
+	pf.StringVar(&g.launcher, "launcher", "local", "where children run: local; kube — each child attempt in a Pod of your Kubernetes cluster (see --kube-*); or exec:COMMAND — a command that runs `ink worker --remote` on another machine or in a container (e.g. 'exec:ssh buildbox ink worker --remote'); each remote child works in a worktree")
+	pf.BoolVar(&g.shipIncludes, "ship-includes", false, "with --launcher exec:… or kube, also send a remote child the .worktreeinclude files of its worktree (they often hold secrets)")
+	addKubeFlags(g, root)
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "more detail on stderr (see each command's help)")
 
 	root.AddCommand(
 		newRunCmd(g), newTaskCmd(g), newDemoCmd(g), newVersionCmd(g), newDoctorCmd(g),
 		newSessionsCmd(g), newLeasesCmd(g), newStatusCmd(g), newWorktreesCmd(g),
-		newAgentsCmd(g), newTrustCmd(g), newMCPCmd(g),
+		newAgentsCmd(g), newTrustCmd(g), newMCPCmd(g), newKubeCmd(g),
 		&cobra.Command{Use: "worker", Hidden: true, RunE: func(*cobra.Command, []string) error {
 			return usageErr("`ink worker` is started by ink itself, not by hand")
 		}},

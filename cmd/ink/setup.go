@@ -118,8 +118,14 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	if g.shipIncludes && remote == "" {
-		return nil, usageErr("--ship-includes goes with --launcher exec:COMMAND: a local child's worktree gets its .worktreeinclude files anyway")
+	onKube := g.launcher == orchestrator.KubeLauncher
+	if g.shipIncludes && remote == "" && !onKube {
+		return nil, usageErr("--ship-includes goes with --launcher exec:COMMAND or kube: a local child's worktree gets its .worktreeinclude files anyway")
+	}
+	if onKube {
+		if err := checkKubeFlags(g); err != nil {
+			return nil, err
+		}
 	}
 	relay := &warnRelay{}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
@@ -147,6 +153,14 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		jl := console.JSONLines(os.Stdout, func(error) { once.Do(func() { close(gone) }) })
 		sink = func(e event.Envelope) { jl(e); display.Handle(e) }
 	}
+	var kr *kubeRemote
+	if onKube {
+		if kr, err = g.newKubeRemote(ctx, log); err != nil {
+			stopWatch()
+			closeLog()
+			return nil, err
+		}
+	}
 	cfg := orchestrator.Config{
 		InkHome: home, Cwd: cwd, Binding: b, MaxParallel: g.maxParallel, MaxDepth: g.maxDepth,
 		TaskTimeout: g.taskTimeout, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr),
@@ -164,13 +178,21 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	}
 	cfg.Profiles = reg
 	cfg.Sink = sink
+	closeKube := func() {}
+	if kr != nil {
+		cfg.RemoteLauncher, cfg.RemoteKind, closeKube = kr.launcher(), orchestrator.KubeLauncher, kr.close
+	}
 	orc, err := orchestrator.New(cfg)
 	if err != nil {
+		closeKube()
 		stopWatch()
 		closeLog()
 		return nil, usageErr("%v", err)
 	}
 	relay.attach(orc)
+	if kr != nil {
+		kr.attach(orc)
+	}
 	if g.verbose {
 		display.Note(fmt.Sprintf("logs: %s (this process) and %s (one per agent session)", filepath.Join(home, "logs", "ink.log"), filepath.Join(home, "logs", "<session>.log")))
 	}
@@ -180,7 +202,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 		}
 		stopWatch()
 	}
-	return &runEnv{orc: orc, display: display, stdoutGone: gone, close: func() { orc.Close(); stopProfiles(); closeLog() }, home: home, profiles: reg, log: log}, nil
+	return &runEnv{orc: orc, display: display, stdoutGone: gone, close: func() { orc.Close(); closeKube(); stopProfiles(); closeLog() }, home: home, profiles: reg, log: log}, nil
 }
 
 // bashSandbox checks --sandbox and --writable: a mode that is not one, or a

@@ -1,11 +1,13 @@
-// Package command is the launcher that reaches each worker through a
-// command (--launcher exec:COMMAND): ssh, docker run -i, anything that runs
-// `ink worker --remote` with its stdin and stdout as the stream. The worker
-// shares no disk with the supervisor, so this launcher holds for it what
-// it cannot: the transcript's lease, the transcript (written through a
+// Package command is the launcher of remote attempts: workers that share
+// no disk with the supervisor. It holds for such a worker what it cannot:
+// the transcript's lease, the transcript (written through a
 // session.Fence), and the child's worktree (shipped out, its snapshots
-// applied back). It owns nothing else: the supervisor (package
-// orchestrator) decides what runs where.
+// applied back). How the worker is reached is a Transport: by default a
+// command (--launcher exec:COMMAND: ssh, docker run -i, anything that runs
+// `ink worker --remote` with its stdin and stdout as the stream); package
+// launcher/kube supplies one that runs the worker in a Pod and dials it.
+// It owns nothing else: the supervisor (package orchestrator) decides what
+// runs where.
 package command
 
 import (
@@ -69,6 +71,8 @@ type Config struct {
 	// secrets) too; Warn, when set, says which were left out otherwise.
 	Includes bool
 	Warn     func(agent, text string)
+	// Transport reaches each attempt's worker; nil runs Command.
+	Transport Transport
 }
 
 // New returns the Launcher of cfg.
@@ -77,7 +81,7 @@ func New(cfg Config) *Launcher {
 	if ws == nil {
 		ws = worktreeShipping{}
 	}
-	return &Launcher{command: cfg.Command, environ: cfg.Environ, logger: cfg.Logger, workspace: ws, includes: cfg.Includes, warn: cfg.Warn}
+	return &Launcher{command: cfg.Command, environ: cfg.Environ, logger: cfg.Logger, workspace: ws, includes: cfg.Includes, warn: cfg.Warn, transport: cfg.Transport}
 }
 
 // Launcher runs each remote attempt's worker through a command that
@@ -93,6 +97,9 @@ type Launcher struct {
 	// secrets) too; warn says which were left out when it is not set.
 	includes bool
 	warn     func(agent, text string)
+	// transport reaches each attempt's worker; nil is the exec transport
+	// of command.
+	transport Transport
 	// start starts the command and reaches its worker (startExec; tests
 	// play the worker in memory).
 	start func(ctx context.Context, cfg ipc.ExecConfig) (remoteClient, error)
@@ -100,24 +107,12 @@ type Launcher struct {
 
 var _ ipc.Launcher = (*Launcher)(nil)
 
-// remoteClient is what the exec launcher uses of the worker behind its
-// command (*ipc.RemoteClient through execClient).
-type remoteClient interface {
-	Pid() int
-	Attempt(ctx context.Context) (attemptStream, error)
-	Beats(ctx context.Context, interval time.Duration) (<-chan ipc.Heartbeat, error)
-	Kill()
-	Shutdown()
-	Done() <-chan struct{}
-	ProcessState() *os.ProcessState
-}
-
-// attemptStream is the host's end of one attempt stream.
-type attemptStream interface {
-	Send(ipc.HostMsg) error
-	Recv() (ipc.WorkerMsg, error)
-	CloseSend() error
-}
+// remoteClient and attemptStream are this package's names for Conn and
+// Stream.
+type (
+	remoteClient  = Conn
+	attemptStream = Stream
+)
 
 // execClient adapts *ipc.RemoteClient to remoteClient.
 type execClient struct{ *ipc.RemoteClient }
@@ -237,7 +232,11 @@ func (l *Launcher) Launch(ctx context.Context, spec ipc.AttemptSpec) (ipc.Worker
 	if startCmd == nil {
 		startCmd = startExec
 	}
-	rw.c, err = startCmd(ctx, ipc.ExecConfig{Command: l.command, Env: ipc.WorkerEnv(l.environ), Stderr: rw.log})
+	tr := l.transport
+	if tr == nil {
+		tr = execTransport{command: l.command, start: startCmd}
+	}
+	rw.c, err = tr.Dial(ctx, Dial{Spec: spec, Env: ipc.WorkerEnv(l.environ), Log: rw.log})
 	if err != nil {
 		return fail(err)
 	}
@@ -338,6 +337,9 @@ func (r *remoteWorker) Beats() <-chan ipc.Heartbeat { return r.beats }
 // KillLost kills a worker the supervisor found lost, recording reason as
 // how its attempt ended (the host holds its lease, so it writes the end).
 func (r *remoteWorker) KillLost(reason string) {
+	if n, ok := r.c.(LossNamer); ok {
+		reason = n.NameLoss(reason)
+	}
 	r.lostWhy.Store(&reason)
 	r.Kill()
 }
@@ -364,6 +366,11 @@ func (r *remoteWorker) Recv() (ipc.WorkerMsg, error) {
 			why := "the remote worker's stream ended before it recorded its end"
 			if !errors.Is(err, io.EOF) {
 				why = fmt.Sprintf("worker lost: the remote worker's stream broke (%v)", err)
+			}
+			if f, ok := r.c.(Fater); ok && r.lostWhy.Load() == nil {
+				if fate := f.Fate(); fate != "" {
+					why = fate
+				}
 			}
 			r.finish(why)
 			return nil, err
@@ -485,6 +492,9 @@ func (r *remoteWorker) Kill() {
 
 // Exit waits up to d for the launch command to end and says how.
 func (r *remoteWorker) Exit(d time.Duration) (ipc.ExitState, bool) {
+	if e, ok := r.c.(Exiter); ok {
+		return e.Exit(d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
