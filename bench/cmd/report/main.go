@@ -5,6 +5,7 @@
 //
 //	go run ./bench/cmd/report            # or: make bench
 //	go run ./bench/cmd/report -raw FILE  # render saved `go test -bench` output
+//	go run ./bench/cmd/report -only Warm -o FILE  # run some rows, save their output
 //
 // It runs the benchmarks of package bench one `go test` at a time. A
 // failing benchmark stops it before anything is written.
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -35,6 +37,8 @@ type run struct {
 var runs = []run{
 	{"./bench", "^BenchmarkTask$", "20x"},
 	{"./bench", "^BenchmarkWarmChild$", "6x"},
+	{"./bench", "^BenchmarkWarmBackToBack$", "6x"},
+	{"./bench", "^BenchmarkRunNoDelegate$", "6x"},
 	{"./bench", "^BenchmarkSpawn$", "20x"},
 	{"./bench", "^BenchmarkFanOut$", "3x"},
 	{"./bench", "^BenchmarkMaxParallel$", "3x"},
@@ -47,7 +51,19 @@ var runs = []run{
 func main() {
 	out := flag.String("o", "", "write the report here (default: docs/benchmarks.md in the module root)")
 	raw := flag.String("raw", "", "render this saved `go test -bench` output instead of running the benchmarks")
+	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression and write their raw output (to -o, or stderr alone); the report needs every row, so none is rendered")
 	flag.Parse()
+	if *only != "" {
+		if *raw != "" {
+			fmt.Fprintln(os.Stderr, "report: -only runs benchmarks and -raw renders saved output; give one of them")
+			os.Exit(2)
+		}
+		if err := runOnly(*only, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "report: "+err.Error())
+			os.Exit(1)
+		}
+		return
+	}
 	if err := report(*out, *raw); err != nil {
 		fmt.Fprintln(os.Stderr, "report: "+err.Error())
 		os.Exit(1)
@@ -69,7 +85,7 @@ func report(out, raw string) error {
 			return fmt.Errorf("read saved output: %w", err)
 		}
 	} else {
-		if output, err = runAll(root, &m); err != nil {
+		if output, err = runAll(root, &m, runs); err != nil {
 			return err
 		}
 	}
@@ -91,13 +107,52 @@ func report(out, raw string) error {
 	return nil
 }
 
-// runAll runs every benchmark invocation in the module root, echoing the
+// runOnly runs the invocations whose benchmark name matches only and
+// writes their output to out ("": stderr alone).
+func runOnly(only, out string) error {
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-only %q is not a regular expression: %w", only, err)
+	}
+	var picked []run
+	for _, r := range runs {
+		if re.MatchString(strings.Trim(r.pattern, "^$")) {
+			picked = append(picked, r)
+		}
+	}
+	if len(picked) == 0 {
+		var names []string
+		for _, r := range runs {
+			names = append(names, strings.Trim(r.pattern, "^$"))
+		}
+		return fmt.Errorf("-only %q matches no benchmark; they are: %s", only, strings.Join(names, ", "))
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	var m machine
+	output, err := runAll(root, &m, picked)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "report: load average %s before, %s after; took %s\n", m.LoadBefore, m.LoadAfter, m.Took)
+	if out == "" {
+		return nil
+	}
+	if err := os.WriteFile(out, output, 0o644); err != nil {
+		return fmt.Errorf("write the output: %w", err)
+	}
+	return nil
+}
+
+// runAll runs the benchmark invocations rs in the module root, echoing the
 // output to stderr as it comes, and returns all of it.
-func runAll(root string, m *machine) ([]byte, error) {
+func runAll(root string, m *machine, rs []run) ([]byte, error) {
 	var all bytes.Buffer
 	m.LoadBefore = loadAverage()
 	began := time.Now()
-	for _, r := range runs {
+	for _, r := range rs {
 		args := []string{"test", "-run", "^$", "-bench", r.pattern, "-benchtime", r.benchtime, "-count", "1", "-timeout", "60m", r.pkg}
 		fmt.Fprintf(os.Stderr, "report: go %s\n", strings.Join(args, " "))
 		cmd := exec.Command("go", args...)
