@@ -258,7 +258,9 @@ func (p *warmPool) refill() {
 				return
 			}
 			p.idle = append(p.idle, w)
+			n := len(p.idle)
 			p.mu.Unlock()
+			p.logger.Info("Warm worker ready", "idle", n)
 		}
 	}
 }
