@@ -47,7 +47,7 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		rpc    = "BenchmarkSpawn/first-rpc"
 		leaseU = "BenchmarkLease/uncontended"
 		leaseC = "BenchmarkLease/contended-8"
-		wtC    = "BenchmarkWorktree/create-assess-remove"
+		wtC    = "BenchmarkWorktree/create-settle"
 		wtA    = "BenchmarkWorktree/assess"
 	)
 	resLimit := 0.3e9
@@ -235,10 +235,11 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 
 	w("\n## Worktrees\n\n")
 	w("On a repository of about 5,000 files: ink's cycle for a child — create (repository lock, `worktree add -b`, reflog snapshot,\n")
-	w("lock reason, record file), assess (clean) and remove — and its assessment alone, beside `git`: the same git commands ink ran,\n")
+	w("lock reason, record file) and settle (bring its commits back, assess it clean and remove it, under one repository lock) — and\n")
+	w("its assessment alone, beside `git`: the same git commands ink ran,\n")
 	w("recorded once and replayed for a fresh child id without ink around them.\n\n")
 	w("| measure | ink | floor: the same git commands | ratio | target | verdict | git commands |\n|---|---:|---:|---:|---|---|---:|\n")
-	for _, c := range []struct{ name, label string }{{wtC, "create + assess + remove"}, {wtA, "assess (clean)"}} {
+	for _, c := range []struct{ name, label string }{{wtC, "create + settle"}, {wtA, "assess (clean)"}} {
 		x := r.v(c.name, "x-git")
 		w("| %s | %s | %s | %s | ≤ 1.2× | %s | %s |\n", c.label, r.ns(c.name, "ns/op"), r.ns(c.name, "git-ns/op"), formatRatio(x), verdict(x <= 1.2), r.num(c.name, "git-commands"))
 	}

@@ -26,7 +26,7 @@ BenchmarkResume/compacted-2 5 197001196 ns/op 532.0 MB/s 19332486 cat-ns/op 52.5
 BenchmarkResume/uncompacted-2 5 1417259740 ns/op 74.00 MB/s 20409687 cat-ns/op 52.60 supervisor-rss-MB 100.3 file-MB 0.5259 supervisor-rss-per-file 222.7 worker-rss-MB 2.226 worker-rss-per-file 69.44 x-cat
 BenchmarkLease/uncontended-2 50 1714861 ns/op 1491 flock-ns/op 1220127 publish-ns/op 1150 x-flock 1.405 x-publish
 BenchmarkLease/contended-8-2 50 273199135 ns/op 1065058 flock-ns/op 220335521 publish-ns/op 256.5 x-flock 1.240 x-publish
-BenchmarkWorktree/create-assess-remove-2 3 4182419002 ns/op 23.00 git-commands 3286957572 git-ns/op 1.272 x-git
+BenchmarkWorktree/create-settle-2 3 4182419002 ns/op 24.00 git-commands 3286957572 git-ns/op 1.272 x-git
 BenchmarkWorktree/assess-2 3 51110809 ns/op 6.000 git-commands 49307962 git-ns/op 1.037 x-git
 `
 
