@@ -16,19 +16,53 @@ const warmChildren = 5
 // warmScript is a main agent that waits, calls task, and does so again
 // after each child, leaving the supervisor time to refill its pool; every
 // child answers in one turn.
-func warmScript() string {
+func warmScript() string { return pacedScript("400ms", "150ms") }
+
+// pacedScript is a main agent whose model answers its first request
+// after first and every later one after between, each answer a task call
+// until warmChildren children ran; every child answers in one turn.
+func pacedScript(first, between string) string {
 	var b strings.Builder
 	b.WriteString("rules:\n")
 	for i := 1; i <= warmChildren; i++ {
-		delay := "150ms"
+		delay := between
 		if i == 1 {
-			delay = "400ms" // the pool fills once the main agent runs
+			delay = first
 		}
 		fmt.Fprintf(&b, "  - when: {depth: 0, turn: %d}\n    reply: {delay: %s, calls: [{tool: task, args: {prompt: \"child %d\"}}]}\n", i, delay, i)
 	}
 	b.WriteString("  - when: {depth: 0}\n    reply: {text: \"all children answered\"}\n")
 	b.WriteString("  - when: {depth: 1}\n    reply: {text: \"child report\"}\n")
 	return b.String()
+}
+
+// BenchmarkWarmBackToBack is BenchmarkWarmChild at the pace of a fast
+// caller: the main agent's model answers every request at once, each
+// answer a task call, so each child's task call follows the previous
+// child's end with nothing between. The pool has no model turn to start
+// its first worker behind, so the first child is cold; what is measured
+// is every child after the first, from its task call to its first model
+// request, beside the floor "hello". One op is one child.
+func BenchmarkWarmBackToBack(b *testing.B) {
+	bin := inkBinary(b)
+	h := newHermetic(b)
+	script := h.write(b, "backtoback.yaml", pacedScript("0s", "0s"))
+	var worst time.Duration
+	pairedMeasure(b, func(b *testing.B) []time.Duration {
+		out, err := h.command(bin, "run", "--json", "--model", "script:"+script, "start children").Output()
+		if err != nil {
+			b.Fatalf("ink run: %v\n%s", err, out)
+		}
+		lat, err := childLatencies(string(out))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, d := range lat[1:] {
+			worst = max(worst, d)
+		}
+		return lat[1:]
+	}, helloFloor(10))
+	b.ReportMetric(float64(worst), "max-ns")
 }
 
 // BenchmarkWarmChild measures the common case: a child started by a

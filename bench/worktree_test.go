@@ -103,7 +103,8 @@ func replay(b *testing.B, cmds []gitCommand, from, to string) {
 
 // BenchmarkWorktree measures ink's worktree cycle for a child — create
 // (repository lock, `worktree add -b`, reflog snapshot, the worktree's own
-// git directory, lock reason, record file), assess (clean) and remove —
+// git directory, lock reason, record file) and settle, as the orchestrator
+// does after the attempt (bring the commits back, assess clean, remove) —
 // and its assessment alone, on a repository of about 5,000 files, each
 // iteration beside the floor "git": the same git commands ink ran,
 // recorded once and replayed for a fresh child id without ink around them
@@ -122,15 +123,12 @@ func BenchmarkWorktree(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if a := worktree.Assess(ctx, rec); a.State != worktree.Clean {
-			b.Fatalf("assess: %+v", a)
-		}
-		if err := worktree.Remove(ctx, rec); err != nil {
-			b.Fatal(err)
+		if out := worktree.Settle(ctx, rec); out.Disposition != worktree.DispositionRemoved {
+			b.Fatalf("settle: %+v", out)
 		}
 	}
 
-	b.Run("create-assess-remove", func(b *testing.B) {
+	b.Run("create-settle", func(b *testing.B) {
 		const model = "recordedcycle"
 		cmds := recordGit(b, func() { cycle(b, model) })
 		n := 0

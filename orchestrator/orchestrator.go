@@ -148,8 +148,10 @@ type Config struct {
 	RemoteIncludes bool
 	// WarmWorkers, when above 0, keeps up to that many workers started
 	// ahead of the children that will need them (a warm pool; see
-	// DefaultWarmWorkers): one per free slot of the window, refilled in
-	// the background, so that a child skips the process start. It pays
+	// DefaultWarmWorkers), sized to what the parents are about to start
+	// (see warmPool), refilled in the background, so that a child skips
+	// the process start. The main agent of a run starts fresh and primes
+	// the pool with its first model request. It pays
 	// only in a supervisor that starts children while it runs — `ink run`
 	// whose main agent delegates, a server — not in a one-shot `ink task`.
 	// It needs a launcher that can start idle workers (the default one
@@ -277,7 +279,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		return sandbox.ProbeNamespaces(exe)
 	})
 	if starter, ok := launcher.(ipc.IdleStarter); ok && cfg.WarmWorkers > 0 {
-		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, cfg.Logger)
+		o.pool = newWarmPool(launcher, starter, cfg.InkHome, cfg.Cwd, cfg.WarmWorkers, o.window.freeSlots, o.window.expectedCount, cfg.Logger)
 		o.launcher = o.pool
 		o.window.onFree = o.pool.nudge
 	}

@@ -18,23 +18,37 @@ const DefaultWarmWorkers = 4
 // warmPool is a Launcher that keeps started, handshaken, idle workers, so
 // that a child skips the process start, the Go runtime's and ink's
 // initialisation and the go-plugin handshake: its worker only has to be
-// sent the attempt. It keeps one idle worker per free slot of the
-// supervisor's window, up to its cap, refilled in the background after
-// every launch and every slot given back; a launch that finds none starts
-// a fresh worker rather than wait. An idle worker holds no lease and no
-// session; like any worker it exits when its host is lost. close ends the
-// idle ones. warmPool is safe for concurrent use.
+// sent the attempt.
+//
+// It pays for itself by holding only what the parent is about to use. Its
+// size is the demand — none until the parent's first model request goes
+// out (prime: one, for the first child), then one more than the task
+// calls launched so far, or the task calls announced and not yet started
+// if more — never more than its cap nor the free slots of the window
+// (what the parent can still start). Refills come in the background after
+// every launch, every announced call and every slot given back; a launch
+// that finds none starts a fresh worker rather than wait. When nothing
+// happened for shrinkAfter the demand halves and idle workers above it
+// end, down to none. An idle worker holds no lease and no session; like
+// any worker it exits when its host is lost. close ends the idle ones.
+// warmPool is safe for concurrent use.
 type warmPool struct {
 	fresh   Launcher
 	starter ipc.IdleStarter
 	inkHome string
 	dir     string
 	cap     int
-	// want is how many idle workers would be used right away: the free
+	// want is how many idle workers could be used right away: the free
 	// slots of the window.
-	want   func() int
-	logger *slog.Logger
-	delay  time.Duration // refillDelay; tests shorten it
+	want func() int
+	// pending is how many task calls were announced (seen in a message)
+	// and have not started yet: the children the parent will start next.
+	pending func() int
+	logger  *slog.Logger
+	delay   time.Duration // refillDelay; tests shorten it
+	// shrinkAfter is how long the pool waits, with nothing happening,
+	// before it halves its demand (shrinkDelay).
+	shrinkAfter time.Duration
 
 	ctx    context.Context // ends with close: aborts a start in progress
 	cancel context.CancelFunc
@@ -44,18 +58,27 @@ type warmPool struct {
 	mu     sync.Mutex
 	idle   []ipc.IdleWorker
 	closed bool
+	// demand is how many idle workers the parent's pace asks for (see
+	// the type's comment); size caps it.
+	demand int
 }
 
 var _ Launcher = (*warmPool)(nil)
 
 // newWarmPool returns a pool that keeps up to cap idle workers started by
 // starter (in dir, sockets under inkHome), launching fresh ones with fresh
-// when it has none. It starts no worker until its first launch, so that
-// the pool never delays the first agent of a run.
-func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, cap int, want func() int, logger *slog.Logger) *warmPool {
+// when it has none; want and pending are the window's free slots and its
+// announced calls (nil: none). It starts no worker until it is primed or
+// launches, so that the pool never delays the first agent of a run and a
+// run that never delegates never pays for it.
+func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, cap int, want, pending func() int, logger *slog.Logger) *warmPool {
 	ctx, cancel := context.WithCancel(context.Background())
+	if pending == nil {
+		pending = func() int { return 0 }
+	}
 	p := &warmPool{
-		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, logger: logger, delay: refillDelay,
+		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, pending: pending, logger: logger,
+		delay: refillDelay, shrinkAfter: shrinkDelay,
 		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	go p.refill()
@@ -73,6 +96,7 @@ func (p *warmPool) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready 
 		}
 		return p.Launch(ctx, spec)
 	}
+	p.grow()
 	defer p.nudge()
 	return launchReady(ctx, p.fresh, spec, ready)
 }
@@ -85,6 +109,7 @@ func (p *warmPool) peek() bool {
 }
 
 func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
+	p.grow()
 	defer p.nudge()
 	for {
 		idle := p.take()
@@ -121,6 +146,25 @@ func (p *warmPool) take() ipc.IdleWorker {
 	}
 }
 
+// prime asks for one idle worker ahead of the first task call: the
+// supervisor calls it when an agent that may delegate sends its model
+// request, which takes far longer than a worker's start.
+func (p *warmPool) prime() {
+	p.mu.Lock()
+	p.demand = max(p.demand, 1)
+	p.mu.Unlock()
+	p.nudge()
+}
+
+// grow counts a task call's launch: the demand becomes one more than it
+// was (at least two), up to the cap, so that a parent that delegates again
+// and again finds a worker ready however fast it calls.
+func (p *warmPool) grow() {
+	p.mu.Lock()
+	p.demand = min(p.cap, max(p.demand, 1)+1)
+	p.mu.Unlock()
+}
+
 // nudge asks the refiller to bring the pool up to its size.
 func (p *warmPool) nudge() {
 	select {
@@ -129,9 +173,34 @@ func (p *warmPool) nudge() {
 	}
 }
 
-// size is how many idle workers the pool should hold now.
+// size is how many idle workers the pool should hold now; p.mu is held.
 func (p *warmPool) size() int {
-	return max(0, min(p.cap, p.want()))
+	return max(0, min(p.cap, p.want(), max(p.demand, p.pending())))
+}
+
+// shrinkDelay is how long a pool with nothing happening — no launch, no
+// announced call, no slot given back — keeps its idle workers before it
+// halves its demand. A model's turn between two task calls takes seconds;
+// an idle worker costs memory, not CPU.
+const shrinkDelay = 20 * time.Second
+
+// shrink halves the demand and ends the idle workers above the new size;
+// it reports whether any demand is left (and so whether to shrink again).
+func (p *warmPool) shrink() bool {
+	p.mu.Lock()
+	p.demand /= 2
+	var extra []ipc.IdleWorker
+	if n := len(p.idle) - p.size(); n > 0 {
+		// The newest go first: the oldest have warmed up longest.
+		extra = append(extra, p.idle[len(p.idle)-n:]...)
+		p.idle = p.idle[:len(p.idle)-n]
+	}
+	left := p.demand > 0 || len(p.idle) > 0
+	p.mu.Unlock()
+	for _, w := range extra {
+		w.Discard()
+	}
+	return left
 }
 
 // refillDelay is how long the pool waits after a nudge before it starts
@@ -140,19 +209,28 @@ func (p *warmPool) size() int {
 const refillDelay = 30 * time.Millisecond
 
 // refill starts idle workers, one at a time so as not to crowd the
-// agents that run, whenever the pool is below its size. A start that
-// fails is not retried until the next nudge: a fresh launch would fail the
-// same way and say why.
+// agents that run, whenever the pool is below its size, and shrinks it
+// each shrinkAfter that passes with no nudge. A start that fails is not
+// retried until the next nudge: a fresh launch would fail the same way and
+// say why.
 func (p *warmPool) refill() {
 	defer close(p.done)
 	delay := time.NewTimer(time.Hour)
 	delay.Stop()
+	unused := time.NewTimer(time.Hour)
+	unused.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-unused.C:
+			if p.shrink() {
+				unused.Reset(p.shrinkAfter)
+			}
+			continue
 		case <-p.wake:
 		}
+		unused.Reset(p.shrinkAfter)
 		delay.Reset(p.delay)
 		select {
 		case <-p.ctx.Done():
@@ -180,7 +258,9 @@ func (p *warmPool) refill() {
 				return
 			}
 			p.idle = append(p.idle, w)
+			n := len(p.idle)
 			p.mu.Unlock()
+			p.logger.Info("Warm worker ready", "idle", n)
 		}
 	}
 }

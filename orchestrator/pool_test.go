@@ -86,14 +86,14 @@ func (c *countingLauncher) Launch(ctx context.Context, spec ipc.AttemptSpec) (Wo
 func testPool(t *testing.T, cap int, want *atomic.Int32) (*warmPool, *fakeStarter, *countingLauncher) {
 	t.Helper()
 	s, fresh := &fakeStarter{home: "/home/ink", dir: "/work"}, &countingLauncher{}
-	p := newWarmPool(fresh, s, "/home/ink", "/work", cap, func() int { return int(want.Load()) }, slog.New(slog.DiscardHandler))
+	p := newWarmPool(fresh, s, "/home/ink", "/work", cap, func() int { return int(want.Load()) }, nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(p.close)
 	return p, s, fresh
 }
 
 // TestPoolFillsAfterTheFirstLaunch: the pool starts nothing before its
-// first launch (which runs on a fresh worker), then holds one idle worker
-// per free slot up to its cap, and the next launch takes one of them.
+// first launch (which runs on a fresh worker), then holds two idle
+// workers, the next launch takes one of them, and it grows to its cap.
 func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 		if fresh.n.Load() != 1 {
 			t.Fatalf("the first launch did not start a fresh worker")
 		}
-		eventually(t, "the pool holds 3 idle workers", func() bool { return p.idleCount() == 3 })
+		eventually(t, "the pool holds 2 idle workers", func() bool { return p.idleCount() == 2 })
 		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestPoolStartFailureIsNotRetriedInALoop(t *testing.T) {
 			tries.Add(1)
 			return s.StartIdle(ctx, inkHome, dir)
 		})
-		p := newWarmPool(fresh, counting, "/home/ink", "/work", 4, func() int { return int(want.Load()) }, slog.New(slog.DiscardHandler))
+		p := newWarmPool(fresh, counting, "/home/ink", "/work", 4, func() int { return int(want.Load()) }, nil, slog.New(slog.DiscardHandler))
 		t.Cleanup(p.close)
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		eventually(t, "one start was tried", func() bool { return tries.Load() >= 1 })
@@ -216,7 +216,7 @@ func TestPoolClose(t *testing.T) {
 		want.Store(3)
 		p, s, fresh := testPool(t, 3, &want)
 		p.Launch(context.Background(), ipc.AttemptSpec{})
-		eventually(t, "three idle workers", func() bool { return p.idleCount() == 3 })
+		eventually(t, "two idle workers", func() bool { return p.idleCount() == 2 })
 		p.close()
 		for _, w := range s.all() {
 			if !w.discarded.Load() {
@@ -225,7 +225,7 @@ func TestPoolClose(t *testing.T) {
 		}
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		p.nudge()
-		if fresh.n.Load() != 2 || len(s.all()) != 3 || p.idleCount() != 0 {
+		if fresh.n.Load() != 2 || len(s.all()) != 2 || p.idleCount() != 0 {
 			t.Fatalf("after close: %d fresh launches, %d started, %d idle", fresh.n.Load(), len(s.all()), p.idleCount())
 		}
 		p.close() // idempotent
@@ -233,26 +233,39 @@ func TestPoolClose(t *testing.T) {
 }
 
 // TestPoolInTheSupervisor: with WarmWorkers the supervisor starts the main
-// agent fresh, keeps idle workers in its directory once it runs (no more
-// than the cap), launches the child on one of them, and ends the others
-// when the run ends.
+// agent fresh, starts no idle worker before the main agent's first model
+// request and one when it goes out, in its directory, launches the child
+// on it, grows no further than the cap, and ends the others when the run
+// ends.
 func TestPoolInTheSupervisor(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		home, cwd := t.TempDir(), t.TempDir()
 		var orc *Orchestrator
 		ready := make(chan struct{})
-		main := delegates(`{"prompt":"look around"}`)
+		var beforeRequest int
 		store := newMemStore()
 		fl := newFakeLauncher(t, store, cast{
 			main: func(w *fakeWorker) {
 				<-ready
-				// The pool fills after the refill delay, on the bubble's
-				// clock.
-				for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 2 && time.Now().Before(deadline); {
+				beforeRequest = orc.pool.idleCount() + len(orc.pool.starter.(*poolLauncher).starter.all())
+				if !w.Start() || !w.Turn(1) {
+					return
+				}
+				// The pool starts its worker on the bubble's clock.
+				for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 1 && time.Now().Before(deadline); {
 					time.Sleep(refillDelay)
 				}
-				main(w)
+				call := taskCallOf("call-1", `{"prompt":"look around"}`)
+				if !w.CallTasks(call) || !w.Request(call.ID, string(call.Args)) {
+					return
+				}
+				a, ok := w.AwaitAnswer(call.ID)
+				if !ok || !w.Record(call.ID, a) {
+					return
+				}
+				w.Turn(2)
+				w.Complete("main is done", model.Usage{Input: 1000, Output: 100})
 			},
 			child: completes("found it", model.Usage{Input: 50, Output: 5}),
 		}.play)
@@ -277,6 +290,9 @@ func TestPoolInTheSupervisor(t *testing.T) {
 		res, err := orc.Run(context.Background(), RunOptions{Prompt: "go"})
 		if err != nil || res.Status != StatusCompleted {
 			t.Fatalf("run: %+v %v", res, err)
+		}
+		if beforeRequest != 0 {
+			t.Fatalf("%d idle workers started before the main agent's first model request", beforeRequest)
 		}
 		if n := fresh.n.Load(); n != 1 {
 			t.Fatalf("%d fresh launches, want 1 (the main agent's)", n)

@@ -106,6 +106,14 @@ func (w *window) release() {
 	}
 }
 
+// expectedCount is the number of task calls announced whose request has
+// not come yet.
+func (w *window) expectedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.expected)
+}
+
 // freeSlots is the number of children that could start now.
 func (w *window) freeSlots() int {
 	w.mu.Lock()

@@ -190,12 +190,19 @@ func inHead(ctx context.Context, root, commit string) bool {
 // that cannot be lifted does not stop it. A failure part-way is a
 // *RemovalError saying what remains.
 func dropWorktree(ctx context.Context, lk *repoLock, rec Record, tip string, force bool) error {
-	isReg, isLocked := false, false
+	var reg *registered
 	if all, err := listRegistered(ctx, rec.RepoRoot); err == nil {
-		var reg registered
-		reg, isReg = findRegistered(all, rec.Path)
-		isLocked = reg.locked
+		if found, ok := findRegistered(all, rec.Path); ok {
+			reg = &found
+		}
 	}
+	return dropRegistered(ctx, lk, rec, tip, force, reg)
+}
+
+// dropRegistered is dropWorktree with the worktree's registration already
+// read under the caller's lock (nil when it is not registered).
+func dropRegistered(ctx context.Context, lk *repoLock, rec Record, tip string, force bool, reg *registered) error {
+	isReg, isLocked := reg != nil, reg != nil && reg.locked
 	if isReg && isLocked {
 		if err := unlockWorktree(ctx, lk, rec); err != nil && !force {
 			return failed(ctx, rec, fmt.Errorf("remove worktree: %w", err))

@@ -83,74 +83,89 @@ func unknown(format string, args ...any) Assessment {
 // `git diff --quiet <baseline>` is 0. Any git failure is Unknown with the
 // reason, never Clean. It only reads; safe for concurrent use.
 func Assess(ctx context.Context, rec Record) Assessment {
-	a, l := assessState(ctx, rec)
-	if a.State == WorkPresent && l != nil {
-		fillWorkSummary(ctx, l, rec, &a)
-	}
+	a, _ := assessRegistered(ctx, rec)
 	return a
 }
 
-func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
+// assessRegistered is Assess that also returns, for a Clean worktree, its
+// registration as the assessment read it (nil otherwise), so a removal
+// that follows under the same repository lock need not list the worktrees
+// again.
+func assessRegistered(ctx context.Context, rec Record) (Assessment, *registered) {
+	a, l, reg := assessState(ctx, rec)
+	if a.State == WorkPresent && l != nil {
+		fillWorkSummary(ctx, l, rec, &a)
+	}
+	if a.State != Clean {
+		reg = nil
+	}
+	return a, reg
+}
+
+// assessState runs the checks of Assess in order; reg is the worktree's
+// registration once found.
+func assessState(ctx context.Context, rec Record) (a Assessment, l *layout, reg *registered) {
 	if rec.Path == "" || rec.Branch == "" || rec.Baseline == "" || rec.RepoRoot == "" {
-		return unknown("the worktree record is incomplete"), nil
+		return unknown("the worktree record is incomplete"), nil, reg
 	}
 	ref := "refs/heads/" + rec.Branch
 	path, err := realpath(rec.Path)
 	if err != nil {
-		return unknown("worktree path %s cannot be resolved: %v", rec.Path, err), nil
+		return unknown("worktree path %s cannot be resolved: %v", rec.Path, err), nil, reg
 	}
 	all, err := listRegistered(ctx, rec.RepoRoot)
 	if err != nil {
-		return unknown("cannot list the worktrees of %s: %v", rec.RepoRoot, err), nil
+		return unknown("cannot list the worktrees of %s: %v", rec.RepoRoot, err), nil, reg
 	}
-	reg, ok := findRegistered(all, path)
+	found, ok := findRegistered(all, path)
 	if !ok {
-		return unknown("%s is not a registered worktree of %s", path, rec.RepoRoot), nil
+		return unknown("%s is not a registered worktree of %s", path, rec.RepoRoot), nil, reg
 	}
+	reg = &found
 	if reg.branch == "" {
-		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil, reg
 	}
 	if reg.branch != ref {
-		return unknown("%s is registered on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch), nil
+		return unknown("%s is registered on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(reg.branch, "refs/heads/"), rec.Branch), nil, reg
 	}
 	if strings.Trim(reg.head, "0") == "" {
-		return unknown("branch %s no longer exists in %s (HEAD of %s points at nothing)", rec.Branch, rec.RepoRoot, path), nil
+		return unknown("branch %s no longer exists in %s (HEAD of %s points at nothing)", rec.Branch, rec.RepoRoot, path), nil, reg
 	}
 	rec.Path = path
-	l, err := openLayout(ctx, rec)
+	l, err = openLayout(ctx, rec)
 	if err != nil {
-		return unknown("%v", err), nil
+		return unknown("%v", err), nil, reg
 	}
 	// One git reads the branch's tip and where HEAD points.
 	out, err := l.read(ctx, "rev-parse", ref+"^{commit}", "--symbolic-full-name", "HEAD", "--")
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown revision") {
-			return unknown("branch %s no longer exists in the worktree's git directory %s", rec.Branch, l.commonDir), nil
+			return unknown("branch %s no longer exists in the worktree's git directory %s", rec.Branch, l.commonDir), nil, reg
 		}
-		return unknown("HEAD of %s is unreadable: %v", path, err), nil
+		return unknown("HEAD of %s is unreadable: %v", path, err), nil, reg
 	}
 	ls := lines(out)
 	if len(ls) < 2 {
-		return unknown("HEAD of %s is unreadable (git said %q)", path, out), nil
+		return unknown("HEAD of %s is unreadable (git said %q)", path, out), nil, reg
 	}
 	tip, head := ls[0], ls[1]
 	if head == "HEAD" {
-		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil
+		return unknown("%s has a detached HEAD, not on %s (the branch was switched away)", path, rec.Branch), nil, reg
 	}
 	if head != ref {
-		return unknown("%s is on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(head, "refs/heads/"), rec.Branch), nil
+		return unknown("%s is on %q, not on %s (the branch was switched)", path, strings.TrimPrefix(head, "refs/heads/"), rec.Branch), nil, reg
 	}
 	if tip != rec.Baseline {
-		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, l, rec.Baseline, tip)}, l
+		return Assessment{State: WorkPresent, Detail: commitsDetail(ctx, l, rec.Baseline, tip)}, l, reg
 	}
 
 	if a, done := assessReflog(ctx, l, rec, ref); done {
-		return a, l
+		return a, l, reg
 	}
 
 	index, err := l.read(ctx, "ls-files", "-v", "-s", "-z")
 	if err != nil {
-		return unknown("cannot read the index of %s: %v", path, err), nil
+		return unknown("cannot read the index of %s: %v", path, err), nil, reg
 	}
 	for _, entry := range strings.Split(index, "\x00") {
 		if entry == "" {
@@ -158,7 +173,7 @@ func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 		}
 		meta, name, _ := strings.Cut(entry, "\t")
 		if !strings.HasPrefix(meta, "H ") {
-			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", strings.Fields(meta)[0]+" "+name), nil
+			return unknown("index entry %q carries a flag (assume-unchanged or skip-worktree) that can hide changes", strings.Fields(meta)[0]+" "+name), nil, reg
 		}
 		// git would run git inside a repository checked out at a
 		// submodule path, with its configuration, to tell whether it is
@@ -166,27 +181,27 @@ func assessState(ctx context.Context, rec Record) (Assessment, *layout) {
 		// and such a worktree is Unknown instead.
 		if strings.HasPrefix(meta, "H 160000 ") {
 			if _, err := os.Lstat(filepath.Join(l.workTree, filepath.FromSlash(name), ".git")); err == nil {
-				return unknown("a repository is checked out at the submodule path %s, and ink runs no git in it; look at it yourself", name), nil
+				return unknown("a repository is checked out at the submodule path %s, and ink runs no git in it; look at it yourself", name), nil, reg
 			}
 		}
 	}
 
 	status, err := uncommitted(ctx, l)
 	if err != nil {
-		return unknown("%v", err), nil
+		return unknown("%v", err), nil, reg
 	}
 	if len(status) > 0 {
-		return Assessment{State: WorkPresent, Detail: uncommittedDetail(strings.Join(status, "\n")), Uncommitted: true}, l
+		return Assessment{State: WorkPresent, Detail: uncommittedDetail(strings.Join(status, "\n")), Uncommitted: true}, l, reg
 	}
 
 	_, err = l.read(ctx, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", rec.Baseline)
 	switch exitCode(err) {
 	case 0:
-		return Assessment{State: Clean, Detail: "no changes since baseline " + ShortSHA(rec.Baseline)}, l
+		return Assessment{State: Clean, Detail: "no changes since baseline " + ShortSHA(rec.Baseline)}, l, reg
 	case 1:
-		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + ShortSHA(rec.Baseline)}, l
+		return Assessment{State: WorkPresent, Detail: "files differ from baseline " + ShortSHA(rec.Baseline)}, l, reg
 	default:
-		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err), nil
+		return unknown("git diff against baseline %s failed: %v", ShortSHA(rec.Baseline), err), nil, reg
 	}
 }
 

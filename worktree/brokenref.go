@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,8 +13,11 @@ import (
 )
 
 // refContent matches what a loose ref file holds: an object name (SHA-1
-// or SHA-256), or a symbolic ref.
-var refContent = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64}|ref: \S+)\n?$`)
+// or SHA-256), or a symbolic ref. Compiled on first use: most ink
+// processes never look at a ref file.
+var refContent = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64}|ref: \S+)\n?$`)
+})
 
 // removeBrokenBranch deletes the loose ref file of rec's ink branch when it
 // is broken — empty, or holding something that is not a ref, as a crash
@@ -42,7 +44,7 @@ func removeBrokenBranch(ctx context.Context, lk *repoLock, rec Record) (string, 
 		return "", err
 	}
 	data, err := os.ReadFile(path)
-	if err != nil || refContent.Match(data) {
+	if err != nil || refContent().Match(data) {
 		return "", err
 	}
 	if err := os.Remove(path); err != nil {
@@ -67,9 +69,10 @@ func RemoveBrokenBranch(ctx context.Context, rec Record) (string, error) {
 }
 
 // gitSyncs reports whether the git on PATH honours core.fsync (2.36 and
-// later). It asks once per process.
+// later). It asks once per process, through the hardened call like every
+// other git ink runs.
 var gitSyncs = sync.OnceValue(func() bool {
-	out, err := exec.Command("git", "version").Output()
+	out, err := gitCall{dir: string(filepath.Separator), args: []string{"version"}}.once(context.Background())
 	return err == nil && versionAtLeast(string(out), 2, 36)
 })
 

@@ -118,7 +118,7 @@ func inert(args []string) bool {
 	case "rev-parse", "symbolic-ref", "update-ref", "reflog", "rev-list", "merge-base",
 		"for-each-ref", "show-ref", "config", "var", "index-pack", "pack-objects",
 		"check-ignore", "check-attr", "ls-tree", "write-tree",
-		"commit-tree", "count-objects", "fsck", "init":
+		"commit-tree", "count-objects", "fsck", "init", "version":
 		return true
 	case "worktree":
 		return len(args) > 1 && args[1] != "add"

@@ -43,6 +43,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperCycle())
 	case "list":
 		os.Exit(helperList())
+	case "child":
+		os.Exit(helperChild())
 	}
 	home, err := os.MkdirTemp("", "ink-worktree-test-home-")
 	if err != nil {

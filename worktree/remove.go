@@ -103,10 +103,11 @@ func removeLocked(ctx context.Context, lk *repoLock, rec Record) error {
 	if !inkOwned(rec) {
 		return fmt.Errorf("remove worktree: branch %s is not ink/%s, so ink did not create it; nothing was removed", rec.Branch, rec.ChildID())
 	}
-	if a := Assess(ctx, rec); a.State != Clean {
+	a, reg := assessRegistered(ctx, rec)
+	if a.State != Clean {
 		return &NotCleanError{Assessment: a}
 	}
-	return dropWorktree(ctx, lk, rec, rec.Baseline, false)
+	return dropRegistered(ctx, lk, rec, rec.Baseline, false, reg)
 }
 
 // failed wraps err as a *RemovalError listing what remains of rec.

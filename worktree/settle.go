@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Disposition is what became of a child's worktree after an attempt, as a
@@ -57,27 +58,33 @@ func SyncAndAssess(ctx context.Context, rec Record) Assessment {
 	return a
 }
 
-// Settle is the orchestrator's one call after an attempt ends: it brings
-// the child's commits into the repository (Sync), assesses the worktree and
-// removes it only when Clean (Remove re-assesses under the repository
-// lock); work-present and unknown worktrees are kept untouched, and so is
-// one whose commits could not be brought back (Unknown, with why).
+// Settle is the orchestrator's one call after an attempt ends: under the
+// repository lock it brings the child's commits into the repository
+// (Sync), assesses the worktree and removes it only when Clean — the one
+// assessment, made under the lock, is the one the removal rests on;
+// work-present and unknown worktrees are kept untouched, and so is one
+// whose commits could not be brought back (Unknown, with why).
 func Settle(ctx context.Context, rec Record) Outcome {
-	a := SyncAndAssess(ctx, rec)
+	lk, err := lockRepo(ctx, rec.RepoRoot)
+	if err != nil {
+		a := unknown("its commits could not be brought into %s: %v", rec.RepoRoot, fmt.Errorf("bring back the commits of %s: %w", rec.Branch, err))
+		return Outcome{Disposition: DispositionKeptUnknown, Text: Describe(a, rec), Assessment: a}
+	}
+	defer lk.unlock()
+	_, synced := syncLocked(ctx, lk, rec)
+	a, reg := assessRegistered(ctx, rec)
+	if synced != nil && a.State != Unknown {
+		a, reg = unknown("its commits could not be brought into %s: %v", rec.RepoRoot, synced), nil
+	}
 	switch a.State {
 	case WorkPresent:
 		return Outcome{Disposition: DispositionKeptWork, Text: Describe(a, rec), Assessment: a}
 	case Clean:
-		if err := Remove(ctx, rec); err != nil {
-			var nc *NotCleanError
-			if errors.As(err, &nc) {
-				a = nc.Assessment
-				d := DispositionKeptUnknown
-				if a.State == WorkPresent {
-					d = DispositionKeptWork
-				}
-				return Outcome{Disposition: d, Text: Describe(a, rec), Assessment: a}
-			}
+		if !inkOwned(rec) {
+			err := fmt.Errorf("remove worktree: branch %s is not ink/%s, so ink did not create it; nothing was removed", rec.Branch, rec.ChildID())
+			return Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
+		}
+		if err := dropRegistered(ctx, lk, rec, rec.Baseline, false, reg); err != nil {
 			out := Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
 			var re *RemovalError
 			if errors.As(err, &re) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -171,7 +172,9 @@ func mcpForwardVars(environ []string) (names []string, values map[string]string)
 
 // unexpandedRef matches a value that is a reference to a variable, as MCP
 // client configurations write them: ${NAME}, ${env:NAME}, $NAME.
-var unexpandedRef = regexp.MustCompile(`^\$(\{(env:)?[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}|[A-Za-z_][A-Za-z0-9_]*)$`)
+var unexpandedRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\$(\{(env:)?[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}|[A-Za-z_][A-Za-z0-9_]*)$`)
+})
 
 // unexpandedVars reports provider variables and INK_* settings whose value
 // is still a reference such as ${ANTHROPIC_API_KEY}: a client that does
@@ -180,7 +183,7 @@ func unexpandedVars(environ []string) error {
 	var bad []string
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
-		if (providers.IsProviderVar(k) || strings.HasPrefix(k, "INK_")) && unexpandedRef.MatchString(strings.TrimSpace(v)) {
+		if (providers.IsProviderVar(k) || strings.HasPrefix(k, "INK_")) && unexpandedRef().MatchString(strings.TrimSpace(v)) {
 			bad = append(bad, fmt.Sprintf("%s is the text %q", k, v))
 		}
 	}

@@ -55,12 +55,14 @@ func builtByGoRun(exe string) bool {
 	if filepath.Base(dir) == "exe" && strings.Contains(exe, string(filepath.Separator)+"go-build") {
 		return true
 	}
-	return goCacheEntry.MatchString(filepath.Base(dir)) && len(filepath.Base(filepath.Dir(dir))) == 2
+	return goCacheEntry().MatchString(filepath.Base(dir)) && len(filepath.Base(filepath.Dir(dir))) == 2
 }
 
 // goCacheEntry matches the directory the build cache keeps an executable
-// in: its action ID in hex, then "-d".
-var goCacheEntry = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
+// in: its action ID in hex, then "-d". Compiled on first use, as every
+// package-level pattern of ink is, so a process that never needs it
+// never pays for it.
+var goCacheEntry = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}-d$`) })
 
 // goRunCommand is `go run` of ink's cmd/ink as typed from wd: a relative
 // path inside a clone of ink, the module path anywhere else.

@@ -5,11 +5,7 @@
 //
 //	go run ./bench/cmd/report            # or: make bench
 //	go run ./bench/cmd/report -raw FILE  # render saved `go test -bench` output
-//	go run ./bench/cmd/report -only Resume  # run only these benchmarks
-//
-// -only runs the invocations whose benchmark pattern matches a regular
-// expression and prints their output, writing no report (the report
-// needs every row): for checking a few rows beside their floors.
+//	go run ./bench/cmd/report -only Resume -o FILE  # run some rows, save their output
 //
 // It runs the benchmarks of package bench one `go test` at a time. A
 // failing benchmark stops it before anything is written.
@@ -41,6 +37,8 @@ type run struct {
 var runs = []run{
 	{"./bench", "^BenchmarkTask$", "20x"},
 	{"./bench", "^BenchmarkWarmChild$", "6x"},
+	{"./bench", "^BenchmarkWarmBackToBack$", "6x"},
+	{"./bench", "^BenchmarkRunNoDelegate$", "6x"},
 	{"./bench", "^BenchmarkSpawn$", "20x"},
 	{"./bench", "^BenchmarkFanOut$", "3x"},
 	{"./bench", "^BenchmarkMaxParallel$", "3x"},
@@ -54,10 +52,14 @@ var runs = []run{
 func main() {
 	out := flag.String("o", "", "write the report here (default: docs/benchmarks.md in the module root)")
 	raw := flag.String("raw", "", "render this saved `go test -bench` output instead of running the benchmarks")
-	only := flag.String("only", "", "run only the benchmarks whose pattern matches this regular expression, print their output and write no report")
+	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression and write their raw output (to -o, or stderr alone); the report needs every row, so none is rendered")
 	flag.Parse()
 	if *only != "" {
-		if err := runOnly(*only); err != nil {
+		if *raw != "" {
+			fmt.Fprintln(os.Stderr, "report: -only runs benchmarks and -raw renders saved output; give one of them")
+			os.Exit(2)
+		}
+		if err := runOnly(*only, *out); err != nil {
 			fmt.Fprintln(os.Stderr, "report: "+err.Error())
 			os.Exit(1)
 		}
@@ -84,7 +86,7 @@ func report(out, raw string) error {
 			return fmt.Errorf("read saved output: %w", err)
 		}
 	} else {
-		if output, err = runAll(root, &m); err != nil {
+		if output, err = runAll(root, &m, runs); err != nil {
 			return err
 		}
 	}
@@ -106,53 +108,52 @@ func report(out, raw string) error {
 	return nil
 }
 
-// runOnly runs the invocations whose pattern matches the regular
-// expression only, echoing their output; it writes no report.
-func runOnly(only string) error {
+// runOnly runs the invocations whose benchmark name matches only and
+// writes their output to out ("": stderr alone).
+func runOnly(only, out string) error {
 	re, err := regexp.Compile(only)
 	if err != nil {
-		return fmt.Errorf("-only %q: %w", only, err)
+		return fmt.Errorf("-only %q is not a regular expression: %w", only, err)
 	}
 	var picked []run
 	for _, r := range runs {
-		if re.MatchString(r.pattern) {
+		if re.MatchString(strings.Trim(r.pattern, "^$")) {
 			picked = append(picked, r)
 		}
 	}
 	if len(picked) == 0 {
 		var names []string
 		for _, r := range runs {
-			names = append(names, r.pattern)
+			names = append(names, strings.Trim(r.pattern, "^$"))
 		}
-		return fmt.Errorf("-only %q matches no benchmark; the benchmarks are %s", only, strings.Join(names, " "))
+		return fmt.Errorf("-only %q matches no benchmark; they are: %s", only, strings.Join(names, ", "))
 	}
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	_, err = runEach(root, picked)
-	return err
+	var m machine
+	output, err := runAll(root, &m, picked)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "report: load average %s before, %s after; took %s\n", m.LoadBefore, m.LoadAfter, m.Took)
+	if out == "" {
+		return nil
+	}
+	if err := os.WriteFile(out, output, 0o644); err != nil {
+		return fmt.Errorf("write the output: %w", err)
+	}
+	return nil
 }
 
-// runAll runs every benchmark invocation in the module root, echoing the
+// runAll runs the benchmark invocations rs in the module root, echoing the
 // output to stderr as it comes, and returns all of it.
-func runAll(root string, m *machine) ([]byte, error) {
+func runAll(root string, m *machine, rs []run) ([]byte, error) {
+	var all bytes.Buffer
 	m.LoadBefore = loadAverage()
 	began := time.Now()
-	out, err := runEach(root, runs)
-	if err != nil {
-		return nil, err
-	}
-	m.LoadAfter = loadAverage()
-	m.Took = time.Since(began).Round(time.Second)
-	return out, nil
-}
-
-// runEach runs the invocations in order in the module root, echoing the
-// output to stderr as it comes, and returns all of it.
-func runEach(root string, runs []run) ([]byte, error) {
-	var all bytes.Buffer
-	for _, r := range runs {
+	for _, r := range rs {
 		args := []string{"test", "-run", "^$", "-bench", r.pattern, "-benchtime", r.benchtime, "-count", "1", "-timeout", "60m", r.pkg}
 		fmt.Fprintf(os.Stderr, "report: go %s\n", strings.Join(args, " "))
 		cmd := exec.Command("go", args...)
@@ -165,6 +166,8 @@ func runEach(root string, runs []run) ([]byte, error) {
 		}
 		all.Write(buf.Bytes())
 	}
+	m.LoadAfter = loadAverage()
+	m.Took = time.Since(began).Round(time.Second)
 	return all.Bytes(), nil
 }
 

@@ -34,6 +34,8 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		task   = "BenchmarkTask/time"
 		mem    = "BenchmarkTask/memory"
 		warm   = "BenchmarkWarmChild"
+		b2b    = "BenchmarkWarmBackToBack"
+		noDel  = "BenchmarkRunNoDelegate"
 		fan64  = "BenchmarkFanOut/children=64"
 		wave   = "BenchmarkMaxParallel"
 		resC   = "BenchmarkResume/compacted"
@@ -46,7 +48,7 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		rpc    = "BenchmarkSpawn/first-rpc"
 		leaseU = "BenchmarkLease/uncontended"
 		leaseC = "BenchmarkLease/contended-8"
-		wtC    = "BenchmarkWorktree/create-assess-remove"
+		wtC    = "BenchmarkWorktree/create-settle"
 		wtA    = "BenchmarkWorktree/assess"
 	)
 	resLimit := 0.3e9
@@ -89,6 +91,17 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 			"worker's log file, lease, first transcript write, tools and provider, on 2 cores shared with the supervisor and the main "+
 			"agent's worker. What would close it: a worker that builds before its attempt arrives what does not depend on it (its "+
 			"log, its tool set), or a core to itself.", r.ns(leaseU, "publish-ns/op")))
+	b2bX := r.v(b2b, "x-hello")
+	row("every child after the first of an `ink run` that delegates back to back ≤ 2× the same floor", r.ns(b2b, "ns/op"),
+		r.ns(b2b, "hello-ns/op")+" (`hello`)", formatRatio(b2bX), b2bX <= 2,
+		"the children after the first find a warm worker (the pool grows with every task call), so what remains is what the row "+
+			"above names, with the main agent's next task call and the pool's refill sharing the 2 cores with the child.")
+	noDelX := r.v(noDel, "x-nopool-cpu")
+	row("an `ink run` that never delegates costs what it costs without the pool (CPU ≤ 1.1×)", r.ns(noDel, "cpu-ns")+" CPU",
+		r.ns(noDel, "nopool-cpu-ns")+" CPU (`--max-depth 0`)", formatRatio(noDelX), noDelX <= 1.1,
+		"a run whose main agent may delegate primes the pool with one worker when its first model request goes out, so that its "+
+			"first child is warm; a run that never delegates pays that one worker's start and its end. What would close it: priming on "+
+			"the first task call the model streams instead, which makes the first child cold again.")
 	fanX := r.v(fan64, "x-plugin")
 	row("64 children in one message ≤ 2× 64 starts at once of the smallest go-plugin plugin", r.ns(fan64, "ns/op"),
 		r.ns(fan64, "plugin-ns/op")+" (`plugin`)", formatRatio(fanX), fanX <= 2,
@@ -153,6 +166,15 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 	w("event stream times them. One op is one child.\n\n")
 	w("| measure | ink | floor | ratio | target | verdict |\n|---|---:|---:|---:|---|---|\n")
 	r.row(&b, "task call → the child's first model request", warm, "ns/op", "hello", "≤ 2×", 2)
+	r.row(&b, "the same at back-to-back pacing, every child after the first (median)", b2b, "ns/op", "hello", "≤ 2×", 2)
+	w("| …the slowest of them | %s | %s | %s | — | — |\n", r.ns(b2b, "max-ns"), r.ns(b2b, "hello-ns/op"), formatRatio(r.v(b2b, "max-ns")/nonzero(r.v(b2b, "hello-ns/op"))))
+	w("\nWhat the pool costs a run that never delegates: `ink run` whose main agent may delegate (the pool is on, and primed by its\n")
+	w("first model request) but answers in one turn after 300 ms, beside the same run with `--max-depth 0` (no pool), wall time and\n")
+	w("CPU time of ink and every process it waited for.\n\n")
+	w("| measure | ink | floor: no pool | ratio | target | verdict |\n|---|---:|---:|---:|---|---|\n")
+	r.row(&b, "wall time", noDel, "ns/op", "nopool", "≤ 1.1×", 1.1)
+	cpuX := r.v(noDel, "x-nopool-cpu")
+	w("| CPU time | %s | %s | %s | ≤ 1.1× | %s |\n", r.ns(noDel, "cpu-ns"), r.ns(noDel, "nopool-cpu-ns"), formatRatio(cpuX), verdict(cpuX <= 1.1))
 
 	w("\n## Worker spawn, cold\n\n")
 	w("`ink worker` started through `ipc.Start` (fork/exec, go-plugin handshake on the Unix socket, protocol check, Info), beside\n")
@@ -225,10 +247,11 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 
 	w("\n## Worktrees\n\n")
 	w("On a repository of about 5,000 files: ink's cycle for a child — create (repository lock, `worktree add -b`, reflog snapshot,\n")
-	w("lock reason, record file), assess (clean) and remove — and its assessment alone, beside `git`: the same git commands ink ran,\n")
+	w("lock reason, record file) and settle (bring its commits back, assess it clean and remove it, under one repository lock) — and\n")
+	w("its assessment alone, beside `git`: the same git commands ink ran,\n")
 	w("recorded once and replayed for a fresh child id without ink around them.\n\n")
 	w("| measure | ink | floor: the same git commands | ratio | target | verdict | git commands |\n|---|---:|---:|---:|---|---|---:|\n")
-	for _, c := range []struct{ name, label string }{{wtC, "create + assess + remove"}, {wtA, "assess (clean)"}} {
+	for _, c := range []struct{ name, label string }{{wtC, "create + settle"}, {wtA, "assess (clean)"}} {
 		x := r.v(c.name, "x-git")
 		w("| %s | %s | %s | %s | ≤ 1.2× | %s | %s |\n", c.label, r.ns(c.name, "ns/op"), r.ns(c.name, "git-ns/op"), formatRatio(x), verdict(x <= 1.2), r.num(c.name, "git-commands"))
 	}

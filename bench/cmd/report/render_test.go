@@ -11,6 +11,8 @@ const fullOutput = `pkg: github.com/inkdev/ink/bench
 BenchmarkTask/time-2 20 38613605 ns/op 83.24 binary-MB 2120909 hello-ns/op 5161000 init-ns 232.0 inits 10063143 inkversion-ns/op 18.21 x-hello 3.837 x-inkversion
 BenchmarkTask/memory-2 20 344787556 ns/op 1.923 hello-pss-MB 1.930 hello-rss-MB 55.93 pss-MB 52.08 supervisor-rss-MB 52.27 worker-rss-MB
 BenchmarkWarmChild-2 6 5855521 ns/op 1978912 hello-ns/op 2.959 x-hello
+BenchmarkWarmBackToBack-2 6 3955521 ns/op 1978912 hello-ns/op 1.999 x-hello 6100000 max-ns
+BenchmarkRunNoDelegate-2 6 420000000 ns/op 415000000 nopool-ns/op 1.012 x-nopool 90000000 cpu-ns 80000000 nopool-cpu-ns 1.125 x-nopool-cpu
 BenchmarkSpawn/spawn-ready-2 20 20206262 ns/op 2040444 hello-ns/op 12166203 plugin-ns/op 9.903 x-hello 1.661 x-plugin
 BenchmarkSpawn/first-rpc-2 20 24046292 ns/op 2291090 hello-ns/op 12708866 plugin-ns/op 10.50 x-hello 1.892 x-plugin
 BenchmarkFanOut/children=8-2 3 207599734 ns/op 10358377 hello-ns/op 54580315 plugin-ns/op 55.59 supervisor-rss-MB 56.40 worker-rss-max-MB 52.37 worker-rss-p50-MB 20.04 x-hello 3.804 x-plugin
@@ -25,7 +27,7 @@ BenchmarkResume/uncompacted-2 5 1417259740 ns/op 74.00 MB/s 20409687 cat-ns/op 5
 BenchmarkResumeBeside-2 5 91000000 ns/op 88000000 alone-ns/op 1.034 x-alone 100.0 others-MB 1.4 child-KB
 BenchmarkLease/uncontended-2 50 1714861 ns/op 1491 flock-ns/op 1220127 publish-ns/op 1150 x-flock 1.405 x-publish
 BenchmarkLease/contended-8-2 50 273199135 ns/op 1065058 flock-ns/op 220335521 publish-ns/op 256.5 x-flock 1.240 x-publish
-BenchmarkWorktree/create-assess-remove-2 3 4182419002 ns/op 23.00 git-commands 3286957572 git-ns/op 1.272 x-git
+BenchmarkWorktree/create-settle-2 3 4182419002 ns/op 24.00 git-commands 3286957572 git-ns/op 1.272 x-git
 BenchmarkWorktree/assess-2 3 51110809 ns/op 6.000 git-commands 49307962 git-ns/op 1.037 x-git
 `
 

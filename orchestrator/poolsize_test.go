@@ -1,0 +1,169 @@
+package orchestrator
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/model"
+)
+
+// sizedPool is a pool over fakes, in a synctest bubble, whose free slots
+// and announced calls the test sets.
+func sizedPool(t *testing.T, cap int, free, pending *atomic.Int32) (*warmPool, *fakeStarter, *countingLauncher) {
+	t.Helper()
+	s, fresh := &fakeStarter{}, &countingLauncher{}
+	p := newWarmPool(fresh, s, "/home/ink", "/work", cap,
+		func() int { return int(free.Load()) }, func() int { return int(pending.Load()) }, slog.New(slog.DiscardHandler))
+	t.Cleanup(p.close)
+	return p, s, fresh
+}
+
+// settle lets the refiller act on what it was told: past its delay, until
+// every goroutine of the bubble waits.
+func settle() {
+	time.Sleep(2 * refillDelay)
+	synctest.Wait()
+}
+
+// TestPoolGrowsWithDemand: a pool with room for eight starts nothing
+// until it is primed, then holds one worker; each task call's launch takes
+// a warm worker and the pool grows by one, up to its cap.
+func TestPoolGrowsWithDemand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var free, pending atomic.Int32
+		free.Store(8)
+		p, s, fresh := sizedPool(t, 4, &free, &pending)
+		settle()
+		if n := len(s.all()); n != 0 {
+			t.Fatalf("%d workers started before the pool was primed", n)
+		}
+		p.prime()
+		settle()
+		if n, idle := len(s.all()), p.idleCount(); n != 1 || idle != 1 {
+			t.Fatalf("primed: %d started, %d idle; want one", n, idle)
+		}
+		for i, want := range []int{2, 3, 4, 4} {
+			if _, err := p.Launch(context.Background(), ipc.AttemptSpec{}); err != nil {
+				t.Fatal(err)
+			}
+			settle()
+			if idle := p.idleCount(); idle != want {
+				t.Fatalf("after task call %d: %d idle, want %d", i+1, idle, want)
+			}
+		}
+		if n := fresh.n.Load(); n != 0 {
+			t.Fatalf("%d task calls started a fresh worker although the pool was primed", n)
+		}
+	})
+}
+
+// TestPoolSizedToWhatTheParentCanStart: announced calls grow the pool
+// beyond its demand at once, and never beyond the window's free slots.
+func TestPoolSizedToWhatTheParentCanStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var free, pending atomic.Int32
+		free.Store(8)
+		pending.Store(3)
+		p, _, _ := sizedPool(t, 4, &free, &pending)
+		p.prime()
+		settle()
+		if idle := p.idleCount(); idle != 3 {
+			t.Fatalf("three calls announced: %d idle, want 3", idle)
+		}
+		free.Store(1)
+		pending.Store(6)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		settle()
+		if idle := p.idleCount(); idle != 2 {
+			// The launch took one of the three; with one free slot none
+			// is started, and none ended: the window frees slots again.
+			t.Fatalf("one free slot: %d idle, want the 2 left", idle)
+		}
+		free.Store(0)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		settle()
+		if idle := p.idleCount(); idle != 0 {
+			t.Fatalf("a full window: %d idle, want 0", idle)
+		}
+	})
+}
+
+// TestPoolShrinksWhenUnused: with nothing happening for shrinkDelay the
+// demand halves and the idle workers above it end (the newest first),
+// down to none; the next task call grows it again.
+func TestPoolShrinksWhenUnused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var free, pending atomic.Int32
+		free.Store(8)
+		p, s, _ := sizedPool(t, 4, &free, &pending)
+		p.prime()
+		settle()
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		settle()
+		if idle := p.idleCount(); idle != 3 {
+			t.Fatalf("%d idle after two task calls, want 3", idle)
+		}
+		for _, want := range []int{1, 0} {
+			time.Sleep(shrinkDelay)
+			synctest.Wait()
+			if idle := p.idleCount(); idle != want {
+				t.Fatalf("unused: %d idle, want %d", idle, want)
+			}
+		}
+		ended := 0
+		for _, w := range s.all() {
+			if w.discarded.Load() {
+				ended++
+			}
+		}
+		if ended != 3 {
+			t.Fatalf("%d idle workers ended by shrinking, want 3", ended)
+		}
+		started := len(s.all())
+		time.Sleep(10 * shrinkDelay)
+		synctest.Wait()
+		if n := len(s.all()); n != started {
+			t.Fatalf("an unused pool started %d more workers", n-started)
+		}
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		settle()
+		if idle := p.idleCount(); idle != 2 {
+			t.Fatalf("a task call after the pool shrank: %d idle, want 2", idle)
+		}
+	})
+}
+
+// TestPoolIdleWhenTheRunCannotDelegate: a run whose main agent cannot
+// delegate (--max-depth 0) starts no idle worker, however long it runs.
+func TestPoolIdleWhenTheRunCannotDelegate(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	store := newMemStore()
+	fl := newFakeLauncher(t, store, cast{main: completes("done", model.Usage{Input: 10, Output: 1})}.play)
+	s := &fakeStarter{home: home, dir: cwd}
+	orc, err := New(Config{
+		InkHome: home, Cwd: cwd, Binding: testBinding, HeartbeatInterval: 25 * time.Millisecond,
+		MaxDepth: 0, MaxParallel: 8, WarmWorkers: 4, Launcher: &poolLauncher{freshCounter: &freshCounter{fakeLauncher: fl}, starter: s},
+		Store: store, Workspaces: newMemWorkspaces(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := orc.Run(context.Background(), RunOptions{Prompt: "go"})
+	if err != nil || res.Status != StatusCompleted {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	orc.pool.mu.Lock()
+	demand := orc.pool.demand
+	orc.pool.mu.Unlock()
+	if n := len(s.all()); n != 0 || demand != 0 {
+		t.Fatalf("a run that cannot delegate asked the pool for %d idle workers and started %d", demand, n)
+	}
+}
