@@ -1,6 +1,7 @@
 package script_test
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/model/script"
 )
 
@@ -57,6 +59,10 @@ func TestLoadRejectsBadScripts(t *testing.T) {
 		{"rules_not_list", 2, "rules must be a list of rules, not a mapping"},
 		{"duplicate_key", 3, `"reply" already defined`},
 		{"tag_used", 2, "YAML tags such as !!str are not supported"},
+		{"merge_key", 4, "merge keys (<<) are not supported"},
+		{"alias_without_anchor", 2, "alias *greeting names no anchor"},
+		{"alias_bomb", 2, "aliases make the script hold more than 100000 values"},
+		{"two_documents", 4, "a second YAML document"},
 	}
 	seen := map[string]bool{}
 	for _, tc := range tests {
@@ -108,5 +114,30 @@ func TestLoadMissingFileSaysWhichPath(t *testing.T) {
 	_, err := script.Load(path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "script:") {
 		t.Fatalf("Load(missing) = %v; want an error naming %s and the script: binding", err, path)
+	}
+}
+
+// TestLoadResolvesAnchorsAndAliases holds anchors and aliases to what they
+// mean in YAML: a reused rule, reply, text and call arguments answer as if
+// written out.
+func TestLoadResolvesAnchorsAndAliases(t *testing.T) {
+	t.Parallel()
+	s := parse(t, `
+rules:
+  - when: {turn: 1}
+    reply: &greet {text: &hello "hello", calls: [{tool: read, args: &args {path: a.go}}]}
+  - when: {turn: 2}
+    reply: *greet
+  - when: {turn: 3}
+    reply: {text: *hello, calls: [{tool: grep, args: *args}]}
+`)
+	for turn, tool := range map[int]string{1: "read", 2: "read", 3: "grep"} {
+		msg, err := s.Stream(context.Background(), model.Request{Turn: turn}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Text() != "hello" || len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Name != tool || string(msg.ToolCalls[0].Args) != `{"path":"a.go"}` {
+			t.Errorf("turn %d: message = %+v; want text hello and one %s call with args {\"path\":\"a.go\"}", turn, msg, tool)
+		}
 	}
 }
