@@ -1,5 +1,9 @@
 package ipc
 
+// The supervisor's side of this file (ParseListenGreeting, DialRemote,
+// PortOf) is called by launcher/kube only, which `ink` links in a build
+// with the kube tag; the worker's side (ServeListen) is in every build.
+
 import (
 	"context"
 	"crypto/ecdsa"

@@ -90,20 +90,27 @@ func remains(ctx context.Context, rec Record) []string {
 // still points at the baseline and is the ink/<childId> branch of the
 // record, and deletes the record file. A failure part-way is a
 // *RemovalError that says what remains. Safe for concurrent use.
+//
+// ink itself removes through Settle, which makes the same removal on the
+// assessment it has just made under the lock (removeAssessed); Remove is
+// that rule on its own, which the package's tests and benchmarks drive.
 func Remove(ctx context.Context, rec Record) error {
 	lk, err := lockRepo(ctx, rec.RepoRoot)
 	if err != nil {
 		return failed(ctx, rec, fmt.Errorf("remove worktree: %w", err))
 	}
 	defer lk.unlock()
-	return removeLocked(ctx, lk, rec)
+	a, reg := assessRegistered(ctx, rec)
+	return removeAssessed(ctx, lk, rec, a, reg)
 }
 
-func removeLocked(ctx context.Context, lk *repoLock, rec Record) error {
+// removeAssessed is the one removal rule: with the repository lock held
+// and a the assessment made under it, it removes rec's worktree only when
+// ink made it and a is Clean (else *NotCleanError, nothing deleted).
+func removeAssessed(ctx context.Context, lk *repoLock, rec Record, a Assessment, reg *registered) error {
 	if !inkOwned(rec) {
 		return fmt.Errorf("remove worktree: branch %s is not ink/%s, so ink did not create it; nothing was removed", rec.Branch, rec.ChildID())
 	}
-	a, reg := assessRegistered(ctx, rec)
 	if a.State != Clean {
 		return &NotCleanError{Assessment: a}
 	}

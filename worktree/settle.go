@@ -80,11 +80,7 @@ func Settle(ctx context.Context, rec Record) Outcome {
 	case WorkPresent:
 		return Outcome{Disposition: DispositionKeptWork, Text: Describe(a, rec), Assessment: a}
 	case Clean:
-		if !inkOwned(rec) {
-			err := fmt.Errorf("remove worktree: branch %s is not ink/%s, so ink did not create it; nothing was removed", rec.Branch, rec.ChildID())
-			return Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
-		}
-		if err := dropRegistered(ctx, lk, rec, rec.Baseline, false, reg); err != nil {
+		if err := removeAssessed(ctx, lk, rec, a, reg); err != nil {
 			out := Outcome{Disposition: DispositionRemovalFailed, Text: DescribeRemoveError(rec, err), Assessment: a}
 			var re *RemovalError
 			if errors.As(err, &re) {
