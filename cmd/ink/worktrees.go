@@ -274,7 +274,7 @@ func newWorktreesMergeCmd(g *globals) *cobra.Command {
 				return printJSON(res)
 			}
 			if res.Committed != "" {
-				fmt.Printf("committed the work %s left uncommitted (%s) on %s as %s\n", res.ChildID, countWord(len(res.CommittedFiles), "file"), res.Branch, worktree.ShortSHA(res.Committed))
+				fmt.Printf("committed the work %s left uncommitted (%s) on %s as %s\n", res.ChildID, fmt.Sprintf("%d %s", len(res.CommittedFiles), orchestrator.Plural(len(res.CommittedFiles), "file", "files")), res.Branch, worktree.ShortSHA(res.Committed))
 			}
 			if res.AlreadyMerged {
 				fmt.Printf("%s has nothing %s lacks; nothing to merge\n", res.Branch, res.Into)
@@ -291,14 +291,6 @@ func newWorktreesMergeCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().BoolVar(&commit, "commit", false, "first commit the work the child left uncommitted, on its branch")
 	return uses(c, lookFlags...)
-}
-
-// countWord is "1 file" or "N files".
-func countWord(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func newWorktreesRmCmd(g *globals) *cobra.Command {
