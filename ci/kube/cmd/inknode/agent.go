@@ -167,8 +167,8 @@ func (a *agent) reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	if pod.DeletionTimestamp != nil {
-		if run == nil {
-			run = a.adopt(key, pod)
+		if run == nil { // never started here: nothing to stop
+			return a.finalDelete(ctx, pod.Namespace, pod.Name, pod.UID)
 		}
 		run.terminateOnce.Do(func() { go a.terminate(ctx, key, run, pod) })
 		return nil

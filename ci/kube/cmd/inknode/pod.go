@@ -337,14 +337,23 @@ func (a *agent) terminate(ctx context.Context, key string, run *podRun, pod *cor
 		log.Printf("pod %s: deleted, SIGTERM with grace %s", key, grace)
 		run.stop(grace)
 	}
-	zero := int64(0)
-	err := a.cs.CoreV1().Pods(run.ns).Delete(ctx, run.name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero,
-		Preconditions:      &metav1.Preconditions{UID: &run.uid},
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+	if err := a.finalDelete(ctx, run.ns, run.name, run.uid); err != nil && ctx.Err() == nil {
 		log.Printf("pod %s: final delete: %v", key, err)
 	}
+}
+
+// finalDelete removes a terminating pod with grace 0, as a kubelet does
+// once its containers are gone.
+func (a *agent) finalDelete(ctx context.Context, ns, name string, uid types.UID) error {
+	zero := int64(0)
+	err := a.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // fault applies a fault the pod's annotation asks for.

@@ -99,13 +99,22 @@ func podInitErr(specPath string) error {
 	sort.SliceStable(spec.Binds, func(i, j int) bool {
 		return strings.Count(filepath.Clean(spec.Binds[i].Dst), "/") < strings.Count(filepath.Clean(spec.Binds[j].Dst), "/")
 	})
-	for _, m := range spec.Binds {
+	// The volumes' sources live under the agent's state dir, which an
+	// earlier mount (a volume at /tmp) may hide: hold them open first.
+	srcs := make([]*os.File, len(spec.Binds))
+	for i, m := range spec.Binds {
+		if srcs[i], err = os.OpenFile(m.Src, unix.O_PATH|syscall.O_DIRECTORY, 0); err != nil {
+			return fmt.Errorf("volume for %s: %w", m.Dst, err)
+		}
+	}
+	for i, m := range spec.Binds {
 		if err := os.MkdirAll(m.Dst, 0o755); err != nil {
 			return fmt.Errorf("mount point %s: %w", m.Dst, err)
 		}
-		if err := syscall.Mount(m.Src, m.Dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", srcs[i].Fd()), m.Dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return fmt.Errorf("mount %s: %w", m.Dst, err)
 		}
+		srcs[i].Close()
 	}
 	var after syscall.Stat_t
 	if err := syscall.Stat(spec.Exec, &after); err != nil || after.Dev != before.Dev || after.Ino != before.Ino {

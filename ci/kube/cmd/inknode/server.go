@@ -129,6 +129,10 @@ func seekTail(f *os.File, n int) error {
 		return err
 	}
 	off := len(b)
+	if n == 0 {
+		_, err = f.Seek(int64(off), io.SeekStart)
+		return err
+	}
 	if off > 0 && b[off-1] == '\n' {
 		off--
 	}
