@@ -150,7 +150,8 @@ func (n *Node) PodPIDs() map[string]int {
 
 // Freeze stops the node as a partition or a frozen VM would: SIGSTOP of the
 // agent (no more Lease renewals, status reports, logs or port forwards),
-// then of every process of its pods. Thaw undoes it.
+// then of every process of its pods. It returns once every one of them is
+// stopped. Thaw undoes it.
 func (n *Node) Freeze() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -158,18 +159,26 @@ func (n *Node) Freeze() {
 		return
 	}
 	_ = syscall.Kill(n.Pid(), syscall.SIGSTOP)
+	waitStopped(n.Pid(), true)
 	n.stopped = []int{n.Pid()}
 	for _, pid := range n.PodPIDs() {
 		n.stopped = append(n.stopped, signalTree(pid, syscall.SIGSTOP)...)
 	}
+	for _, pid := range n.stopped {
+		waitStopped(pid, true)
+	}
 }
 
-// Thaw continues what Freeze stopped: the pods first, then the agent.
+// Thaw continues what Freeze stopped, the pods first, then the agent, and
+// returns once none of them is stopped.
 func (n *Node) Thaw() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i := len(n.stopped) - 1; i >= 0; i-- {
 		_ = syscall.Kill(n.stopped[i], syscall.SIGCONT)
+	}
+	for _, pid := range n.stopped {
+		waitStopped(pid, false)
 	}
 	n.stopped = nil
 }

@@ -143,3 +143,28 @@ func signalTree(pid int, sig syscall.Signal) []int {
 	}
 	return all
 }
+
+// procState is the one-letter state of pid in /proc (R, S, T, …), "" when
+// it is gone.
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+3 > len(b) {
+		return ""
+	}
+	return string(b[i+2 : i+3])
+}
+
+// waitStopped waits (at most 5 s) until pid is stopped, or no longer
+// stopped, or gone: a signal is delivered after kill returns.
+func waitStopped(pid int, stopped bool) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s := procState(pid)
+		if s == "" || (s == "T") == stopped {
+			return
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -310,17 +309,3 @@ func TestControlPlaneSmoke(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// procState is the one-letter state of pid in /proc (R, S, T, …).
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+3 > len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
-}
