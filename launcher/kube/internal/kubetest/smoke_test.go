@@ -63,8 +63,10 @@ func TestControlPlaneSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
-	c.StartNode(t, "node-a", NodeOptions{Exec: ink})
-	c.StartNode(t, "node-b", NodeOptions{Exec: ink})
+	nodesStarted := []*Node{
+		c.StartNode(t, "node-a", NodeOptions{Exec: ink}),
+		c.StartNode(t, "node-b", NodeOptions{Exec: ink}),
+	}
 	t.Logf("two nodes ready after %s", time.Since(began).Round(time.Millisecond))
 	nodes, err := c.Nodes(ctx)
 	if err != nil || len(nodes) != 2 {
@@ -171,6 +173,29 @@ func TestControlPlaneSmoke(t *testing.T) {
 		}
 		if p.Status.Phase != corev1.PodPending {
 			t.Fatalf("no-image: phase %s, want Pending", p.Status.Phase)
+		}
+	})
+
+	t.Run("a frozen node gets no pods; the other node binds in its place", func(t *testing.T) {
+		var nodeA *Node
+		for _, n := range nodesStarted {
+			if n.Name == "node-a" {
+				nodeA = n
+			}
+		}
+		nodeA.Freeze()
+		defer nodeA.Thaw()
+		for _, name := range []string{"version-3", "version-4"} {
+			if _, err := c.CreatePod(ctx, versionPod(name)); err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.WaitPod(ctx, Namespace, name, podPhase(corev1.PodSucceeded, corev1.PodFailed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.NodeName != "node-b" || p.Status.Phase != corev1.PodSucceeded {
+				t.Fatalf("%s with node-a frozen: node %q phase %s, want node-b Succeeded", name, p.Spec.NodeName, p.Status.Phase)
+			}
 		}
 	})
 
@@ -281,6 +306,32 @@ func TestControlPlaneSmoke(t *testing.T) {
 		term := p.Status.ContainerStatuses[0].State.Terminated
 		if p.Status.Phase != corev1.PodFailed || term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
 			t.Fatalf("echo-1 after oom-kill: phase %s state %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+		}
+	})
+
+	t.Run("activeDeadlineSeconds and eviction", func(t *testing.T) {
+		late := echoPod("echo-deadline")
+		late.Spec.ActiveDeadlineSeconds = ptr(int64(1))
+		evicted := echoPod("echo-evict")
+		for _, p := range []*corev1.Pod{late, evicted} {
+			if _, err := c.CreatePod(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.WaitPod(ctx, Namespace, "echo-evict", podPhase(corev1.PodRunning)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.InjectFault(ctx, Namespace, "echo-evict", FaultEvict); err != nil {
+			t.Fatal(err)
+		}
+		for name, reason := range map[string]string{"echo-deadline": "DeadlineExceeded", "echo-evict": "Evicted"} {
+			p, err := c.WaitPod(ctx, Namespace, name, podPhase(corev1.PodSucceeded, corev1.PodFailed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status.Phase != corev1.PodFailed || p.Status.Reason != reason {
+				t.Fatalf("%s: phase %s reason %q, want Failed %s", name, p.Status.Phase, p.Status.Reason, reason)
+			}
 		}
 	})
 
