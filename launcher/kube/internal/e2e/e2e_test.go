@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -121,10 +122,28 @@ func (w *world) write(name, body string) string {
 	return p
 }
 
+// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // proc is a running ink.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *syncBuffer
 	done           chan struct{}
 	code           int
 }
@@ -133,7 +152,7 @@ func (w *world) start(args ...string) *proc {
 	w.t.Helper()
 	cmd := exec.Command(inkBin, args...)
 	cmd.Dir, cmd.Env = w.repo, w.environ()
-	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
