@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/inkdev/ink/launcher/kube/internal/kubetest"
 )
 
 // TestEnds: cancel (SIGINT) and --timeout delete the attempt's pod; an
@@ -77,5 +82,28 @@ func TestKubeCheck(t *testing.T) {
 	}
 	if strings.Contains(out, "MISSING") {
 		t.Errorf("ink kube check found something missing for the ink user:\n%s", out)
+	}
+}
+
+// TestKubeCheckMissing: for a user whose Role lacks pods/log, ink kube
+// check exits non-zero naming the missing verb and the manifest to apply.
+func TestKubeCheckMissing(t *testing.T) {
+	var rules []rbacv1.PolicyRule
+	for _, r := range kubetest.InkRules {
+		if r.Resources[0] != "pods/log" {
+			rules = append(rules, r)
+		}
+	}
+	c := kubetest.StartWith(t, kubetest.Options{Rules: rules})
+	w := &world{t: t, c: c, home: t.TempDir(), repo: t.TempDir()}
+	w.ink = filepath.Join(w.home, ".ink")
+	p := w.start("--kube-namespace", "ink", "kube", "check")
+	code := p.wait(t, time.Minute)
+	out := p.stdout.String()
+	if code == 0 || !strings.Contains(out, "MISSING RBAC get pods/log") || !strings.Contains(out, "deploy/kube/rbac.yaml") {
+		t.Errorf("ink kube check without pods/log exited %d:\n%s\n%s", code, out, p.stderr)
+	}
+	if strings.Contains(out, "MISSING RBAC create pods:") {
+		t.Errorf("ink kube check names a verb the user has:\n%s", out)
 	}
 }
