@@ -27,6 +27,9 @@ var permissions = []permission{
 	{"deletecollection", "pods", "", "delete a run's pods when it ends"},
 	{"get", "pods", "log", "read the worker's certificate hash from its first log line"},
 	{"create", "pods", "portforward", "reach a worker from outside the cluster (--kube-connect port-forward)"},
+	// A WebSocket port-forward is a GET, authorized as get (and, since
+	// Kubernetes 1.35, also as create).
+	{"get", "pods", "portforward", "reach a worker from outside the cluster over WebSocket (--kube-connect port-forward)"},
 }
 
 // Problem is one thing missing for the launcher, said so that the user

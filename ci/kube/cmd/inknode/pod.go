@@ -159,6 +159,19 @@ func (a *agent) runPod(ctx context.Context, pod *corev1.Pod, run *podRun) {
 		log.Printf("pod %s: %v", run.key, err)
 	}
 	log.Printf("pod %s: running, pid %d, IP %s", run.key, cmd.Process.Pid, run.ip)
+	if ownNetwork() {
+		var ports []int
+		for _, p := range c.Ports {
+			if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+				ports = append(ports, int(p.ContainerPort))
+			}
+		}
+		if stop, err := relay(run, ports); err != nil {
+			log.Printf("pod %s: %v", run.key, err)
+		} else {
+			defer stop()
+		}
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
@@ -390,7 +403,7 @@ func (a *agent) prepare(pod *corev1.Pod, run *podRun) (*exec.Cmd, error) {
 		}
 		vols[v.Name] = d
 	}
-	spec := initSpec{Exec: a.cfg.exec, WorkDir: c.WorkingDir, Hostname: pod.Name}
+	spec := initSpec{Exec: a.cfg.exec, WorkDir: c.WorkingDir, Hostname: pod.Name, Network: ownNetwork()}
 	if sc := c.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		spec.ReadOnlyRoot = true
 	}

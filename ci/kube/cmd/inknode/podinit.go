@@ -25,6 +25,7 @@ type initSpec struct {
 	Hostname     string
 	Exec         string   // the binary to run
 	Argv         []string // its argv, argv[0] included
+	Network      bool     // the pod has a network namespace of its own: bring up lo
 }
 
 // bind is one volume mount.
@@ -33,9 +34,9 @@ type bind struct {
 	ReadOnly bool
 }
 
-// namespaces are the new namespaces of a pod: mount, PID and UTS, and a
-// user namespace mapping the agent's user to root when the agent is not
-// root. The pod is its own process group, and dies with its agent.
+// namespaces are the new namespaces of a pod: mount, PID and UTS, a
+// network namespace when the agent is root (ownNetwork), and a user
+// namespace mapping the agent's user to root when the agent is not root. The pod is its own process group, and dies with its agent.
 func namespaces() *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS,
@@ -47,6 +48,9 @@ func namespaces() *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+	}
+	if ownNetwork() {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}
 	return attr
 }
@@ -81,6 +85,11 @@ func podInitErr(specPath string) error {
 	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if spec.Network {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
 	}
 	if spec.Hostname != "" {
 		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {

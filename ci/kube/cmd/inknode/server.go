@@ -171,13 +171,13 @@ func (a *agent) servePortForward(w http.ResponseWriter, req *http.Request) {
 	portforward.ServePortForward(w, req, dialer{run: run}, run.key, string(run.uid), opts, 30*time.Minute, 30*time.Second, portforward.SupportedProtocols)
 }
 
-// dialer forwards a stream to a port of one pod's IP.
+// dialer forwards a stream to a port of one pod, inside its network
+// namespace as a container runtime does (dialPod).
 type dialer struct{ run *podRun }
 
 func (d dialer) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	var dl net.Dialer
-	conn, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(d.run.ip, strconv.Itoa(int(port))))
+	conn, err := dialPod(ctx, d.run, int(port))
 	if err != nil {
 		return fmt.Errorf("pod %s port %d: %w", d.run.key, port, err)
 	}
