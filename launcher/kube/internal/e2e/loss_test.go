@@ -209,3 +209,69 @@ func TestSupervisorKilled(t *testing.T) {
 	}
 	w.waitNoPods(t, 10*time.Second)
 }
+
+// TestSupervisorKilledRun: `ink run`'s supervisor is SIGKILLed while its
+// child runs in a pod; the pod's worker stops on its own, and the next
+// `ink run --session` with --launcher kube deletes the dead supervisor's
+// pod, answers the open task call and completes.
+func TestSupervisorKilledRun(t *testing.T) {
+	w := newWorld(t)
+	release := filepath.Join(w.shared, "run.release")
+	script := w.write("run.yaml", fmt.Sprintf(`rules:
+  - when: {depth: 0, user: "go on"}
+    reply: {text: "main finished"}
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "wait for release", worktree: true}}]
+  - when: {depth: 0}
+    reply: {text: "main done"}
+  - when: {depth: 1, turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "while [ ! -e %s ]; do sleep 0.1; done; echo released"}}]
+  - reply: {text: "done"}
+`, release))
+	p := w.start(append(kubeArgs("pod-ip"), "run", "--writable", w.shared, "--model", "script:"+script, "start")...)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(p.stderr.String(), "main/1 bash while") {
+		select {
+		case <-p.done:
+			t.Fatalf("ink ended (%d) before its child called bash\nstderr:\n%s", p.code, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child did not call bash within a minute\nstderr:\n%s", p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m := regexp.MustCompile(`main started \(session (\S+),`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("ink named no main session:\n%s", p.stderr)
+	}
+	pod := w.onlyPod(t)
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if _, err := w.c.WaitPod(context.Background(), kubetest.Namespace, pod.Name, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}); err != nil && !errors.Is(err, kubetest.ErrPodGone) {
+		t.Fatalf("the orphaned pod: %v", err)
+	}
+	if left := w.podsLeft(context.Background()); len(left) == 0 {
+		t.Fatal("the dead supervisor's pod is already gone: nothing for ink run --session to clean up")
+	}
+	r := w.run(t, 2*time.Minute, append(kubeArgs("pod-ip"), "run", "--writable", w.shared, "--model", "script:"+script, "--session", m[1], "go on")...)
+	if !strings.Contains(r.stdout.String(), "main finished") {
+		t.Errorf("ink run --session said %q, want main finished\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	if left := w.podsLeft(context.Background()); len(left) != 0 {
+		t.Errorf("pods of the dead supervisor left after ink run --session: %v", left)
+	}
+	var answered bool
+	for _, rec := range records(t, w.newestSession(t)) {
+		answered = answered || rec.ChildID != ""
+	}
+	if !answered {
+		t.Error("the open task call has no record after ink run --session")
+	}
+}
