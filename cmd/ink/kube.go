@@ -94,7 +94,7 @@ func newKubeCmd(g *globals) *cobra.Command {
 			}
 			fmt.Printf("ok      context %q, apiserver %s\n", client.Context(), client.Server())
 			fmt.Printf("ok      namespace %s\n", client.Namespace())
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			res := kube.Check(ctx, client, g.kube.Image)
 			for _, ok := range res.OK {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 
@@ -51,7 +52,8 @@ type CheckResult struct {
 
 // Check asks the apiserver, for c's namespace, whether each verb the
 // launcher uses is allowed (SelfSubjectAccessReview), and checks that
-// image names this ink's version. It changes nothing in the cluster.
+// image is tagged with this ink's version and that its `ink version`,
+// run in a short-lived pod (deleted before Check returns), says so.
 func Check(ctx context.Context, c *Client, image string) CheckResult {
 	return check(ctx, c.api, c.namespace, image, c.inCluster)
 }
@@ -86,11 +88,29 @@ func check(ctx context.Context, api podAPI, namespace, image string, inCluster b
 	want := imageTag(version.Ink)
 	if tag := imageTagOf(image); tag != want {
 		res.Problems = append(res.Problems, Problem{What: "image " + image, Fix: fmt.Sprintf("its tag is %q and this ink is %s: the worker must be the same version (build and push the image of this version, or pass --kube-image with tag %s)", tag, version.Ink, want)})
-	} else {
-		res.OK = append(res.OK, fmt.Sprintf("image %s is tagged with this ink's version (%s); the worker's own version is checked again at each start", image, version.Ink))
+		return res
+	}
+	if len(res.Problems) > 0 {
+		// Without the verbs above, the pod that asks the image could not
+		// be made, followed or read.
+		res.Problems = append(res.Problems, Problem{What: "image " + image + " not run", Fix: "its `ink version` is asked in a pod once the RBAC above is in place; run ink kube check again then"})
+		return res
+	}
+	got, err := imageVersion(ctx, api, namespace, image, imageCheckLimit)
+	switch {
+	case err != nil:
+		res.Problems = append(res.Problems, Problem{What: "image " + image, Fix: fmt.Sprintf("its `ink version` could not be run in a pod (%v); check that the cluster can pull it and that it runs ink", err)})
+	case got != version.Ink:
+		res.Problems = append(res.Problems, Problem{What: "image " + image, Fix: fmt.Sprintf("its ink is %s and this ink is %s: build and push the image of this version, or pass --kube-image with one", got, version.Ink)})
+	default:
+		res.OK = append(res.OK, fmt.Sprintf("image %s runs ink %s, this ink's version (asked in a pod, deleted since)", image, got))
 	}
 	return res
 }
+
+// imageCheckLimit bounds the pod that asks an image for its ink version:
+// scheduling, the image's pull and the run.
+const imageCheckLimit = 2 * time.Minute
 
 // imageTagOf is an image reference's tag ("latest" when it has none, ""
 // for a digest).

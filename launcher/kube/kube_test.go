@@ -17,6 +17,7 @@ import (
 
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/launcher/command"
+	"github.com/inkdev/ink/version"
 )
 
 // fakeKey is a provider key the tests hand the launcher; it must reach
@@ -331,8 +332,28 @@ func TestCheck(t *testing.T) {
 	if len(res.OK) != len(permissions)-1 {
 		t.Errorf("OK %v", res.OK)
 	}
-	if res := check(t.Context(), f, "ns", DefaultImage(), true); len(res.Problems) != 0 {
-		t.Errorf("in the cluster, with this version's image: %+v", res.Problems)
+	// The image is asked for its version in a pod of its own, which is
+	// deleted afterwards.
+	prints := version.Ink
+	f.kubelet = func(f *fakePods, pod *corev1.Pod) {
+		if args := pod.Spec.Containers[0].Args; !slices.Equal(args, []string{"version"}) {
+			t.Errorf("the check's pod runs %v", args)
+		}
+		f.setLog(pod.Name, strings.NewReader("ink "+prints+" (worker protocol 5)\n"))
+		f.update(pod.Name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
+	}
+	if res := check(t.Context(), f, "ns", DefaultImage(), true); len(res.Problems) != 0 || !strings.Contains(strings.Join(res.OK, "\n"), "runs ink "+version.Ink) {
+		t.Errorf("in the cluster, with this version's image: problems %+v, ok %v", res.Problems, res.OK)
+	}
+	prints = "0.0.1-elsewhere"
+	res = check(t.Context(), f, "ns", DefaultImage(), true)
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Fix, "its ink is 0.0.1-elsewhere and this ink is "+version.Ink) {
+		t.Errorf("an image of another ink under this version's tag: %+v", res.Problems)
+	}
+	for _, p := range f.createdPods() {
+		if f.exists(p.Name) {
+			t.Errorf("the check left its pod %s", p.Name)
+		}
 	}
 }
 

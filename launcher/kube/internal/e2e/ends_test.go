@@ -75,7 +75,7 @@ func TestKubeCheck(t *testing.T) {
 	w := newWorld(t)
 	p := w.run(t, time.Minute, "--kube-namespace", "ink", "kube", "check")
 	out := p.stdout.String()
-	for _, want := range []string{"ok      namespace ink", "create pods", "get pods/log", "create pods/portforward", "get pods/portforward"} {
+	for _, want := range []string{"ok      namespace ink", "create pods", "get pods/log", "create pods/portforward", "get pods/portforward", "runs ink "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ink kube check lacks %q:\n%s", want, out)
 		}
