@@ -181,14 +181,35 @@ func killGroup(pgid int) {
 // not reuse a pid while it still names a session, so sid cannot have come
 // to mean another process.
 func sessionGroups(sid int) []int {
+	seen := map[int]bool{}
+	var groups []int
+	for _, p := range sessionProcs(sid) {
+		if p.pgrp == sid || p.pgrp <= 0 || seen[p.pgrp] {
+			continue
+		}
+		seen[p.pgrp] = true
+		groups = append(groups, p.pgrp)
+	}
+	return groups
+}
+
+// sessionProc is one process of a session as /proc/PID/stat shows it.
+type sessionProc struct {
+	pid, pgrp int
+	state     string // R, S, T, Z, X, …
+}
+
+// sessionProcs returns the processes whose session is sid, read from
+// /proc (none where there is no /proc).
+func sessionProcs(sid int) []sessionProc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	seen := map[int]bool{}
-	var groups []int
+	var out []sessionProc
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -206,13 +227,12 @@ func sessionGroups(sid int) []int {
 		}
 		pgrp, err1 := strconv.Atoi(f[2])
 		sess, err2 := strconv.Atoi(f[3])
-		if err1 != nil || err2 != nil || sess != sid || pgrp == sid || pgrp <= 0 || seen[pgrp] {
+		if err1 != nil || err2 != nil || sess != sid {
 			continue
 		}
-		seen[pgrp] = true
-		groups = append(groups, pgrp)
+		out = append(out, sessionProc{pid: pid, pgrp: pgrp, state: f[0]})
 	}
-	return groups
+	return out
 }
 
 // maxKillRounds bounds how often killSession looks for the session's
@@ -248,31 +268,10 @@ func killSession(sid int) {
 // reuse a pid while it still names a session, so sid cannot have come to
 // mean another session while one of its processes lives.
 func sessionMembers(sid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After the parenthesised command name: state ppid pgrp session ...
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 4 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if sess, err := strconv.Atoi(f[3]); err == nil && sess == sid {
-			pids = append(pids, pid)
+	for _, p := range sessionProcs(sid) {
+		if p.state != "Z" && p.state != "X" {
+			pids = append(pids, p.pid)
 		}
 	}
 	return pids

@@ -40,20 +40,12 @@ func ChildHolders(inkHome, cwd, childID string, scan bool) ([]Holder, error) {
 	if !ValidID(childID) {
 		return nil, badChildID(childID)
 	}
-	dir := SessionsDir(inkHome, cwd)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	mains, err := mainTranscripts(inkHome, cwd)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, err
 	}
 	var out []Holder
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
-			continue
-		}
-		main := filepath.Join(dir, e.Name())
+	for _, main := range mains {
 		kids := ChildrenDir(main)
 		var holds bool
 		if scan {

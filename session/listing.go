@@ -87,10 +87,9 @@ func ListChildren(mainPath string) ([]ChildSummary, error) {
 	return out, nil
 }
 
-// ListSessions lists the main transcripts started in cwd, newest first (by
-// creation time, then id). A transcript that cannot be read is listed with
-// its Problem. No sessions directory is an empty list.
-func ListSessions(inkHome, cwd string) ([]SessionSummary, error) {
+// mainTranscripts returns the paths of the main transcripts started in
+// cwd, in directory order; no sessions directory is none.
+func mainTranscripts(inkHome, cwd string) ([]string, error) {
 	dir := SessionsDir(inkHome, cwd)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -99,12 +98,25 @@ func ListSessions(inkHome, cwd string) ([]SessionSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var out []SessionSummary
+	var out []string
 	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
-			continue
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".jsonl") {
+			out = append(out, filepath.Join(dir, e.Name()))
 		}
-		path := filepath.Join(dir, e.Name())
+	}
+	return out, nil
+}
+
+// ListSessions lists the main transcripts started in cwd, newest first (by
+// creation time, then id). A transcript that cannot be read is listed with
+// its Problem. No sessions directory is an empty list.
+func ListSessions(inkHome, cwd string) ([]SessionSummary, error) {
+	paths, err := mainTranscripts(inkHome, cwd)
+	if err != nil {
+		return nil, err
+	}
+	var out []SessionSummary
+	for _, path := range paths {
 		s := SessionSummary{Path: path}
 		if fi, err := os.Lstat(path); err == nil {
 			s.ModTime = fi.ModTime()

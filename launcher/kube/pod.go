@@ -52,10 +52,13 @@ type podSpec struct {
 	grace      time.Duration
 }
 
+// labelInvalid matches what a label value may not hold.
+var labelInvalid = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
 // labelValue makes s a valid label value (≤ 63 of [A-Za-z0-9._-],
 // alphanumeric at both ends).
 func labelValue(s string) string {
-	s = regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(s, ".")
+	s = labelInvalid.ReplaceAllString(s, ".")
 	if len(s) > 63 {
 		s = s[len(s)-63:]
 	}

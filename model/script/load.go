@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -259,14 +260,16 @@ func (c *checker) resolve(n ast.Node) ast.Node {
 	return n
 }
 
-var itemPath = regexp.MustCompile(`\.(rules|calls)\[\d+\]$`)
+// itemPath matches the path of a rule or a call; compiled on first use,
+// so that no ink process that never loads a script pays for it.
+var itemPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.(rules|calls)\[\d+\]$`) })
 
 // shapeAt names the mapping expected at path, as messages do.
 func shapeAt(path string) string {
 	if path == "" {
 		return "the script"
 	}
-	if m := itemPath.FindStringSubmatch(path); m != nil {
+	if m := itemPath().FindStringSubmatch(path); m != nil {
 		return map[string]string{"rules": "a rule", "calls": "a call"}[m[1]]
 	}
 	return path[strings.LastIndex(path, ".")+1:]
