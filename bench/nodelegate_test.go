@@ -8,8 +8,8 @@ import (
 
 // BenchmarkRunNoDelegate measures what the warm pool costs a run that
 // never delegates: `ink run` whose main agent may delegate (the default
-// --max-depth 1, so the pool is on and primed by its first model request)
-// but answers in one turn after 300 ms, as a model would, beside the floor
+// --max-depth 1, so the pool is on, waiting for a first task call) but
+// answers in one turn after 300 ms, as a model would, beside the floor
 // "nopool": the same run with --max-depth 0, where the main agent cannot
 // delegate and no pool exists. It reports wall time and, as
 // "cpu-ns"/"nopool-cpu-ns", the medians of the CPU time (user and system)

@@ -21,10 +21,10 @@ const DefaultWarmWorkers = 4
 // sent the attempt.
 //
 // It pays for itself by holding only what the parent is about to use. Its
-// size is the demand — none until the parent's first model request goes
-// out (prime: one, for the first child), then one more than the task
-// calls launched so far, or the task calls announced and not yet started
-// if more — never more than its cap nor the free slots of the window
+// size is the demand — none until the parent's first task call (a run
+// that never delegates starts no worker for it; its first child starts
+// fresh), then one more than the task calls launched so far, or the task
+// calls announced and not yet started if more — never more than its cap nor the free slots of the window
 // (what the parent can still start). Refills come in the background after
 // every launch, every announced call and every slot given back; a launch
 // that finds none starts a fresh worker rather than wait. When nothing
@@ -68,8 +68,8 @@ var _ Launcher = (*warmPool)(nil)
 // newWarmPool returns a pool that keeps up to cap idle workers started by
 // starter (in dir, sockets under inkHome), launching fresh ones with fresh
 // when it has none; want and pending are the window's free slots and its
-// announced calls (nil: none). It starts no worker until it is primed or
-// launches, so that the pool never delays the first agent of a run and a
+// announced calls (nil: none). It starts no worker until a task call is
+// announced or launched, so that the pool never delays the first agent of a run and a
 // run that never delegates never pays for it.
 func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, cap int, want, pending func() int, logger *slog.Logger) *warmPool {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -144,16 +144,6 @@ func (p *warmPool) take() ipc.IdleWorker {
 		}
 		w.Discard()
 	}
-}
-
-// prime asks for one idle worker ahead of the first task call: the
-// supervisor calls it when an agent that may delegate sends its model
-// request, which takes far longer than a worker's start.
-func (p *warmPool) prime() {
-	p.mu.Lock()
-	p.demand = max(p.demand, 1)
-	p.mu.Unlock()
-	p.nudge()
 }
 
 // grow counts a task call's launch: the demand becomes one more than it

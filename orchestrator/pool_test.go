@@ -233,17 +233,18 @@ func TestPoolClose(t *testing.T) {
 }
 
 // TestPoolInTheSupervisor: with WarmWorkers the supervisor starts the main
-// agent fresh, starts no idle worker before the main agent's first model
-// request and one when it goes out, in its directory, launches the child
-// on it, grows no further than the cap, and ends the others when the run
-// ends.
+// agent fresh, starts no idle worker before the main agent's first task
+// call (its model request alone starts none, so a run that never
+// delegates pays for no worker), starts the first child fresh and idle
+// workers beside it, in its directory, launches the second child on one,
+// grows no further than the cap, and ends the others when the run ends.
 func TestPoolInTheSupervisor(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		home, cwd := t.TempDir(), t.TempDir()
 		var orc *Orchestrator
 		ready := make(chan struct{})
-		var beforeRequest int
+		var beforeRequest, afterRequest int
 		store := newMemStore()
 		fl := newFakeLauncher(t, store, cast{
 			main: func(w *fakeWorker) {
@@ -252,19 +253,26 @@ func TestPoolInTheSupervisor(t *testing.T) {
 				if !w.Start() || !w.Turn(1) {
 					return
 				}
-				// The pool starts its worker on the bubble's clock.
-				for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 1 && time.Now().Before(deadline); {
-					time.Sleep(refillDelay)
+				time.Sleep(10 * refillDelay)
+				synctest.Wait()
+				afterRequest = len(orc.pool.starter.(*poolLauncher).starter.all())
+				for i, id := range []string{"call-1", "call-2"} {
+					if i > 0 {
+						// The pool starts its workers on the bubble's clock.
+						for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 1 && time.Now().Before(deadline); {
+							time.Sleep(refillDelay)
+						}
+					}
+					call := taskCallOf(id, `{"prompt":"look around"}`)
+					if !w.CallTasks(call) || !w.Request(call.ID, string(call.Args)) {
+						return
+					}
+					a, ok := w.AwaitAnswer(call.ID)
+					if !ok || !w.Record(call.ID, a) {
+						return
+					}
+					w.Turn(2 + i)
 				}
-				call := taskCallOf("call-1", `{"prompt":"look around"}`)
-				if !w.CallTasks(call) || !w.Request(call.ID, string(call.Args)) {
-					return
-				}
-				a, ok := w.AwaitAnswer(call.ID)
-				if !ok || !w.Record(call.ID, a) {
-					return
-				}
-				w.Turn(2)
 				w.Complete("main is done", model.Usage{Input: 1000, Output: 100})
 			},
 			child: completes("found it", model.Usage{Input: 50, Output: 5}),
@@ -291,11 +299,11 @@ func TestPoolInTheSupervisor(t *testing.T) {
 		if err != nil || res.Status != StatusCompleted {
 			t.Fatalf("run: %+v %v", res, err)
 		}
-		if beforeRequest != 0 {
-			t.Fatalf("%d idle workers started before the main agent's first model request", beforeRequest)
+		if beforeRequest != 0 || afterRequest != 0 {
+			t.Fatalf("%d idle workers started before the main agent's first model request, %d after it; want none before a task call", beforeRequest, afterRequest)
 		}
-		if n := fresh.n.Load(); n != 1 {
-			t.Fatalf("%d fresh launches, want 1 (the main agent's)", n)
+		if n := fresh.n.Load(); n != 2 {
+			t.Fatalf("%d fresh launches, want 2 (the main agent's and its first child's)", n)
 		}
 		var ran []string
 		for _, w := range s.all() {
@@ -305,11 +313,11 @@ func TestPoolInTheSupervisor(t *testing.T) {
 				t.Fatalf("idle worker %d outlived the run", w.id)
 			}
 		}
-		if len(ran) != 1 || ran[0] != "main/1" {
-			t.Fatalf("attempts run on idle workers: %v, want [main/1]", ran)
+		if len(ran) != 1 || ran[0] != "main/2" {
+			t.Fatalf("attempts run on idle workers: %v, want [main/2]", ran)
 		}
-		if n := len(s.all()); n > 3 {
-			t.Fatalf("the pool started %d workers for a run of one child with a cap of 2", n)
+		if n := len(s.all()); n > 4 {
+			t.Fatalf("the pool started %d workers for a run of two children with a cap of 2", n)
 		}
 	})
 }

@@ -31,8 +31,9 @@ func settle() {
 }
 
 // TestPoolGrowsWithDemand: a pool with room for eight starts nothing
-// until it is primed, then holds one worker; each task call's launch takes
-// a warm worker and the pool grows by one, up to its cap.
+// until a task call is announced (a run that never delegates pays for no
+// worker), then holds one worker; each task call's launch takes a warm
+// worker and the pool grows by one, up to its cap.
 func TestPoolGrowsWithDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var free, pending atomic.Int32
@@ -40,13 +41,15 @@ func TestPoolGrowsWithDemand(t *testing.T) {
 		p, s, fresh := sizedPool(t, 4, &free, &pending)
 		settle()
 		if n := len(s.all()); n != 0 {
-			t.Fatalf("%d workers started before the pool was primed", n)
+			t.Fatalf("%d workers started before any task call", n)
 		}
-		p.prime()
+		pending.Store(1)
+		p.nudge()
 		settle()
 		if n, idle := len(s.all()), p.idleCount(); n != 1 || idle != 1 {
-			t.Fatalf("primed: %d started, %d idle; want one", n, idle)
+			t.Fatalf("one task call announced: %d started, %d idle; want one", n, idle)
 		}
+		pending.Store(0)
 		for i, want := range []int{2, 3, 4, 4} {
 			if _, err := p.Launch(context.Background(), ipc.AttemptSpec{}); err != nil {
 				t.Fatal(err)
@@ -57,7 +60,7 @@ func TestPoolGrowsWithDemand(t *testing.T) {
 			}
 		}
 		if n := fresh.n.Load(); n != 0 {
-			t.Fatalf("%d task calls started a fresh worker although the pool was primed", n)
+			t.Fatalf("%d task calls started a fresh worker although the pool held one ready", n)
 		}
 	})
 }
@@ -70,7 +73,7 @@ func TestPoolSizedToWhatTheParentCanStart(t *testing.T) {
 		free.Store(8)
 		pending.Store(3)
 		p, _, _ := sizedPool(t, 4, &free, &pending)
-		p.prime()
+		p.nudge()
 		settle()
 		if idle := p.idleCount(); idle != 3 {
 			t.Fatalf("three calls announced: %d idle, want 3", idle)
@@ -102,8 +105,6 @@ func TestPoolShrinksWhenUnused(t *testing.T) {
 		var free, pending atomic.Int32
 		free.Store(8)
 		p, s, _ := sizedPool(t, 4, &free, &pending)
-		p.prime()
-		settle()
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		settle()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,7 +178,7 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		launcher = o.remote
 	case spec.Depth == 0 && o.pool != nil:
 		// The main agent is no task call: it starts fresh, and the pool
-		// waits for its first model request (primeFor).
+		// waits for its first task call (noteTaskCalls).
 		launcher = o.pool.fresh
 	}
 	w, err := launchReady(ctx, launcher, spec, ar.launchReady)
@@ -285,7 +284,6 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 					}
 				}
 				o.pub.publish(event.Envelope{Agent: ar.label, Session: ar.sessionID, WorkerSeq: m.Seq, Body: m.Body})
-				o.primeFor(ar, m.Body)
 				o.noteTaskCalls(ar, m.Body, calls)
 				if end, ok := m.Body.(event.ToolEnd); ok && end.Name == "task" {
 					// A call the worker answered without asking (bad
@@ -466,17 +464,5 @@ func (o *Orchestrator) noteTaskCalls(ar *agentRun, body event.Event, calls map[s
 				o.pool.nudge() // the pool grows to the calls announced
 			}
 		}
-	}
-}
-
-// primeFor starts the warm pool when an agent that may delegate sends its
-// first model request: its first child then finds a worker ready, and an
-// agent that cannot delegate never starts one.
-func (o *Orchestrator) primeFor(ar *agentRun, body event.Event) {
-	if o.pool == nil {
-		return
-	}
-	if t, ok := body.(event.TurnStart); ok && t.Turn == 1 && slices.Contains(ar.tools, "task") && ar.depth < o.cfg.MaxDepth {
-		o.pool.prime()
 	}
 }

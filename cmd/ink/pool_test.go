@@ -39,19 +39,22 @@ func workerChildren(pid int) []int {
 	return out
 }
 
-// warmRun starts `ink run` whose main agent waits at a gate before it
-// calls task twice, and waits until the supervisor keeps the one warm
-// worker its main agent's first model request primed, and no more (no
-// task call came yet). It returns the process, the main worker's pid and
-// the idle workers. The worker counts once the host log says the pool
-// holds it (its process exists before its handshake is done).
+// warmRun starts `ink run` whose main agent calls task once, then waits
+// at a gate before it calls task again, and waits until the supervisor
+// keeps the two warm workers its first task call asked for (one more than
+// the calls launched), and no more. It returns the process, the main
+// worker's pid and the idle workers. A worker counts once the host log
+// says the pool holds it (its process exists before its handshake is
+// done).
 func warmRun(t *testing.T, e *env) (*proc, int, []int) {
 	t.Helper()
 	script := e.write("s.yaml", `rules:
   - when: {depth: 0, turn: 1}
-    reply: {calls: [{tool: bash, args: {command: "touch gate.waiting; while [ ! -e gate ]; do sleep 0.05; done; echo open", timeout: 120}}]}
+    reply: {calls: [{tool: task, args: {prompt: "one"}}]}
   - when: {depth: 0, turn: 2}
-    reply: {calls: [{tool: task, args: {prompt: "one"}}, {tool: task, args: {prompt: "two"}}]}
+    reply: {calls: [{tool: bash, args: {command: "touch gate.waiting; while [ ! -e gate ]; do sleep 0.05; done; echo open", timeout: 120}}]}
+  - when: {depth: 0, turn: 3}
+    reply: {calls: [{tool: task, args: {prompt: "two"}}]}
   - when: {depth: 0}
     reply: {text: "both reported"}
   - when: {depth: 1}
@@ -60,14 +63,14 @@ func warmRun(t *testing.T, e *env) (*proc, int, []int) {
 	p := e.start("run", "--json", "--sandbox", "danger-full-access", "--model", "script:"+script, "go")
 	start := waitForEvent(t, p, "worker.start")
 	mainPid := int(start["pid"].(float64))
-	const want = 1
+	const want = 2
 	var idle []int
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, gateErr := os.Stat(filepath.Join(e.dir, "gate.waiting"))
 		idle = slices.DeleteFunc(workerChildren(p.cmd.Process.Pid), func(pid int) bool { return pid == mainPid })
 		hostLog, _ := os.ReadFile(filepath.Join(e.home, "logs", "ink.log"))
-		if gateErr == nil && len(idle) >= want && bytes.Contains(hostLog, []byte(`"msg":"Warm worker ready"`)) {
+		if gateErr == nil && len(idle) >= want && bytes.Count(hostLog, []byte(`"msg":"Warm worker ready"`)) >= want {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -81,9 +84,10 @@ func warmRun(t *testing.T, e *env) (*proc, int, []int) {
 	return p, mainPid, idle
 }
 
-// TestWarmWorkers: a running `ink run` keeps a worker started ahead of its
-// first child from its main agent's first model request on, the first
-// child runs on it, and no warm worker is left when the run ends.
+// TestWarmWorkers: a running `ink run` starts its first child fresh and
+// workers ahead of the next ones beside it (none before: a run that never
+// delegates pays for none), the second child runs on one of them, and no
+// warm worker is left when the run ends.
 func TestWarmWorkers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -101,7 +105,10 @@ func TestWarmWorkers(t *testing.T) {
 	for _, s := range starts {
 		pid := int(s["pid"].(float64))
 		if !slices.Contains(idle, pid) {
-			continue // the second child: warm only if the refill beat it
+			if s["childId"] != starts[0]["childId"] {
+				t.Errorf("the second child ran in a fresh worker %d, not in a warm one %v", pid, idle)
+			}
+			continue // the first child starts fresh
 		}
 		warm++
 		// Its log is the session's own, though the worker was started
@@ -112,7 +119,7 @@ func TestWarmWorkers(t *testing.T) {
 		}
 	}
 	if warm != 1 {
-		t.Errorf("%d children ran in the primed warm worker %v, want 1; task.start: %v\nstderr:\n%s", warm, idle, starts, p.stderr.String())
+		t.Errorf("%d children ran in the warm workers %v, want 1; task.start: %v\nstderr:\n%s", warm, idle, starts, p.stderr.String())
 	}
 	for _, pid := range idle {
 		if alive(pid) {

@@ -43,8 +43,8 @@ func TestRenderFull(t *testing.T) {
 	}
 	for _, want := range []string{
 		"2026-11-30 14:00 UTC from commit abc1234",
-		"| one-turn `ink task` ≤ 4× a fork/exec of a Go program that does nothing | 38.6 ms | 2.12 ms (`hello`) | 18.2× | **missed** |",
-		"| `ink task`: supervisor and worker together ≤ 20 MB PSS | 55.9 MiB | 1.9 MiB (`hello`) | — | **missed** |",
+		"| one-turn `ink task` ≤ 8× a fork/exec of a Go program that does nothing | 38.6 ms | 2.12 ms (`hello`) | 18.2× | **missed** |",
+		"| `ink task`: supervisor and worker together ≤ 25 MB PSS | 55.9 MiB | 1.9 MiB (`hello`) | — | **missed** |",
 		"| 64 children in one message ≤ 2× 64 starts at once of the smallest go-plugin plugin | 1.15 s | 367 ms (`plugin`) | 3.12× | **missed** |",
 		"| `--max-parallel 64` honoured inside one message: 32 children that wait 1 s run in one wave | 1.45 s, 32 at once | 1.00 s (one wave) | 1.45× | met |",
 		"| resume of a 100 MB transcript (compacted as ink compacts it) ≤ 0.3 s end to end | 197 ms | 19.3 ms (`cat`) | 10.2× | met |",
