@@ -23,7 +23,7 @@ const DefaultWarmWorkers = 4
 // It pays for itself by holding only what the parent is about to use. Its
 // size is the demand — none until the parent's first task call (a run
 // that never delegates starts no worker for it; its first child starts
-// fresh), then one more than the task calls launched so far, or the task
+// fresh), then as many as the task calls launched so far, or the task
 // calls announced and not yet started if more — never more than its cap nor the free slots of the window
 // (what the parent can still start). Refills come in the background after
 // every launch, every announced call and every slot given back; a launch
@@ -147,11 +147,12 @@ func (p *warmPool) take() ipc.IdleWorker {
 }
 
 // grow counts a task call's launch: the demand becomes one more than it
-// was (at least two), up to the cap, so that a parent that delegates again
-// and again finds a worker ready however fast it calls.
+// was, up to the cap, so that a parent that delegates again and again
+// finds a worker ready however fast it calls, and a parent that delegated
+// once keeps one worker for its next call, not more.
 func (p *warmPool) grow() {
 	p.mu.Lock()
-	p.demand = min(p.cap, max(p.demand, 1)+1)
+	p.demand = min(p.cap, p.demand+1)
 	p.mu.Unlock()
 }
 

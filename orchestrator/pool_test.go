@@ -92,8 +92,8 @@ func testPool(t *testing.T, cap int, want *atomic.Int32) (*warmPool, *fakeStarte
 }
 
 // TestPoolFillsAfterTheFirstLaunch: the pool starts nothing before its
-// first launch (which runs on a fresh worker), then holds two idle
-// workers, the next launch takes one of them, and it grows to its cap.
+// first launch (which runs on a fresh worker), then holds one idle worker,
+// the next launch takes it, and it grows by one a launch to its cap.
 func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 		if fresh.n.Load() != 1 {
 			t.Fatalf("the first launch did not start a fresh worker")
 		}
-		eventually(t, "the pool holds 2 idle workers", func() bool { return p.idleCount() == 2 })
+		eventually(t, "the pool holds 1 idle worker", func() bool { return p.idleCount() == 1 })
 		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,11 @@ func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 		if sp := first.ran.Load(); sp == nil || sp.Label != "main/1" {
 			t.Fatalf("the oldest idle worker did not get the attempt: %+v", sp)
 		}
-		eventually(t, "the pool is refilled to 3", func() bool { return p.idleCount() == 3 && len(s.all()) == 4 })
+		eventually(t, "the pool is refilled to 2", func() bool { return p.idleCount() == 2 && len(s.all()) == 3 })
+		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/2"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the pool is refilled to its cap of 3", func() bool { return p.idleCount() == 3 && len(s.all()) == 5 })
 	})
 }
 
@@ -158,6 +162,9 @@ func TestPoolSkipsLostWorkers(t *testing.T) {
 		var want atomic.Int32
 		want.Store(2)
 		p, s, fresh := testPool(t, 2, &want)
+		// Two task calls, both before the refill: both fresh, and the
+		// pool holds two for the next ones.
+		p.Launch(context.Background(), ipc.AttemptSpec{})
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		eventually(t, "two idle workers", func() bool { return p.idleCount() == 2 })
 		ws := s.all()
@@ -170,7 +177,7 @@ func TestPoolSkipsLostWorkers(t *testing.T) {
 		if !ws[0].discarded.Load() || !ws[1].discarded.Load() {
 			t.Fatalf("lost idle workers were not discarded")
 		}
-		if fresh.n.Load() != 2 {
+		if fresh.n.Load() != 3 {
 			t.Fatalf("the launch did not fall back to a fresh worker (%d fresh launches)", fresh.n.Load())
 		}
 	})
@@ -216,7 +223,7 @@ func TestPoolClose(t *testing.T) {
 		want.Store(3)
 		p, s, fresh := testPool(t, 3, &want)
 		p.Launch(context.Background(), ipc.AttemptSpec{})
-		eventually(t, "two idle workers", func() bool { return p.idleCount() == 2 })
+		eventually(t, "one idle worker", func() bool { return p.idleCount() == 1 })
 		p.close()
 		for _, w := range s.all() {
 			if !w.discarded.Load() {
@@ -225,7 +232,7 @@ func TestPoolClose(t *testing.T) {
 		}
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		p.nudge()
-		if fresh.n.Load() != 2 || len(s.all()) != 2 || p.idleCount() != 0 {
+		if fresh.n.Load() != 2 || len(s.all()) != 1 || p.idleCount() != 0 {
 			t.Fatalf("after close: %d fresh launches, %d started, %d idle", fresh.n.Load(), len(s.all()), p.idleCount())
 		}
 		p.close() // idempotent
