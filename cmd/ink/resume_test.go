@@ -400,11 +400,21 @@ func TestResumeNoRecord(t *testing.T) {
 // mid-bash, as an OOM-killed cgroup or `docker kill` does, leaves a child
 // whose attempt never recorded its end. Its lease is free and its holder
 // gone, so `ink task --resume` continues it: the lost attempt's end is
-// recorded as interrupted / host lost, the bash call gets the
-// outcome-unknown result and is not run again, and the new attempt runs
-// under a larger epoch.
+// recorded as interrupted / host lost (machine restarted when its lease
+// record names another boot of this machine, as after a crash of the
+// machine), the bash call gets the outcome-unknown result and is not run
+// again, and the new attempt runs under a larger epoch.
 func TestResumeAfterEveryProcessKilled(t *testing.T) {
 	t.Parallel()
+	for _, reason := range []string{"host lost", "machine restarted"} {
+		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
+			resumeAfterEveryProcessKilled(t, reason)
+		})
+	}
+}
+
+func resumeAfterEveryProcessKilled(t *testing.T, reason string) {
 	e := newEnv(t)
 	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
 	script := e.write("s.yaml", `rules:
@@ -447,6 +457,23 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 		}
 		firstEpoch = a.Epoch
 	}
+	if reason == "machine restarted" {
+		// What a crash of the machine leaves: the holder's record names
+		// the boot it ran in, which is over.
+		raw, err := os.ReadFile(lease.MetaPath(child))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil || rec["bootId"] == nil {
+			t.Fatalf("lease record %s: %v", raw, err)
+		}
+		rec["bootId"] = "an-earlier-boot"
+		raw, _ = json.Marshal(rec)
+		if err := os.WriteFile(lease.MetaPath(child), append(raw, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
 	if code != 0 || !strings.HasPrefix(stdout, "resumed and finished\n") {
@@ -465,7 +492,7 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
 		lastEpoch = a.Epoch
 	}
-	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
+	if got := strings.Join(phases, ","); got != "start::,end:interrupted:"+reason+",start::,end:completed:" {
 		t.Fatalf("attempt entries %s", got)
 	}
 	if lastEpoch <= firstEpoch {
