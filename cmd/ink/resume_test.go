@@ -1481,3 +1481,92 @@ func TestRunSessionRefusals(t *testing.T) {
 	}
 	sameTree(t, "child id", before, snapshot(t, e.home))
 }
+
+// TestChildThatNeverStarted: a child transcript that a crash of the
+// machine left at 0 bytes, beside a parent whose task call lost its
+// result, never started, and every command reads it so: `sessions ls`
+// and `sessions show` do not list it as a child, `ink task --resume`
+// refuses it saying it never started, and `ink run --session` answers the
+// open call without offering a resume that would be refused.
+func TestChildThatNeverStarted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, user: "^go on$"}
+    reply: {text: "carried on"}
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "sub"}}]
+  - when: {depth: 1}
+    reply: {text: "child done"}
+  - reply: {text: "main done"}
+`)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "delegate")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	mainID := ofType(evs, "run.start")[0]["session"].(string)
+	childID := ofType(evs, "task.end")[0]["childId"].(string)
+	mainPath := ofType(evs, "run.end")[0]["transcript"].(string)
+
+	// What a crash of the machine can leave: the child's name without its
+	// bytes, and the parent's history up to its task call.
+	if err := os.Truncate(session.ChildPath(mainPath, childID), 0); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"role":"toolResult"`) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatalf("no tool result in the main transcript:\n%s", data)
+	}
+	if err := os.WriteFile(mainPath, []byte(strings.Join(lines[:cut], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	q, code := e.run("sessions", "ls")
+	if code != 0 || !regexp.MustCompile(regexp.QuoteMeta(mainID)+`\s+\S+ \S+\s+0\s`).MatchString(q.stdout.String()) {
+		t.Errorf("sessions ls counts the child that never started: exit %d\n%s", code, q.stdout.String())
+	}
+	q, code = e.run("sessions", "show", mainID)
+	if code != 0 || strings.Contains(q.stdout.String(), childID) {
+		t.Errorf("sessions show lists the child that never started: exit %d\n%s%s", code, q.stdout.String(), q.stderr.String())
+	}
+	before := snapshot(t, e.home, e.dir)
+	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", childID, "go on")
+	if code != 2 || !strings.Contains(stderr, "not-found: it never started: ") || !strings.Contains(stderr, "Start a new task instead.") {
+		t.Errorf("resume of the child that never started: exit %d\n%s", code, stderr)
+	}
+	sameTree(t, "resume refused", before, snapshot(t, e.home, e.dir))
+
+	q, code = e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\n%s", code, q.stderr.String())
+	}
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			answer = r.Content
+		}
+	}
+	if !strings.Contains(answer, "interrupted") || strings.Contains(answer, "resume") || strings.Contains(answer, childID) {
+		t.Errorf("the open task call was answered %q; want it interrupted, offering no resume of the child that never started", answer)
+	}
+	if text := ofType(events(t, q.stdout.Bytes()), "run.end")[0]["text"]; text != "carried on" {
+		t.Errorf("the continued session answered %q", text)
+	}
+}
