@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -556,6 +558,44 @@ func TestChildAnswersWithoutATranscript(t *testing.T) {
 			if strings.Contains(c, "resume") {
 				t.Errorf("%s answered %q: it offers a resume that would be refused", id, c)
 			}
+		}
+	})
+}
+
+// TestShellCallDurableBeforeChild: a front end's task call (ink task, ink
+// mcp) is recorded in its shell session and made durable before its child
+// is sent its attempt — the first, which creates the session with it, and
+// every later one — so a child whose start survived a crash of the machine
+// always finds in its parent the call that started it.
+func TestShellCallDurableBeforeChild(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var h *harness
+		var mu sync.Mutex
+		var launched []string
+		h = newHarness(t, Config{MaxDepth: 1}, func(w *fakeWorker) {
+			child := w.Spec.Transcript
+			main := filepath.Dir(filepath.Dir(child)) + ".jsonl"
+			mu.Lock()
+			launched = append(launched, w.Spec.Prompt)
+			n := len(launched)
+			mu.Unlock()
+			if got := strings.Count(string(h.store.syncedBytes(main)), `"name":"task"`); got < n {
+				t.Errorf("child %d (%q) was sent its attempt while %d task calls of its shell session were durable", n, w.Spec.Prompt, got)
+			}
+			if w.Start() {
+				w.Complete("done", model.Usage{})
+			}
+		})
+		p := h.o.NewParent(ParentOptions{Label: "mcp"})
+		defer p.Close(nil)
+		for _, prompt := range []string{"alpha", "beta"} {
+			if res := p.Task(t.Context(), Call{Tasks: []TaskArgs{{Prompt: prompt}}}); res.IsError {
+				t.Fatalf("task %s: %+v", prompt, res)
+			}
+		}
+		if len(launched) != 2 {
+			t.Fatalf("launched %q, want alpha and beta", launched)
 		}
 	})
 }
