@@ -1570,3 +1570,101 @@ func TestChildThatNeverStarted(t *testing.T) {
 		t.Errorf("the continued session answered %q", text)
 	}
 }
+
+// TestRunSessionAfterEveryProcessKilled: every process of an `ink run` —
+// supervisor, main worker, child worker and the bash the child runs —
+// SIGKILLed at once mid-bash leaves a main session whose task call has no
+// result and a child whose attempt never recorded its end. `ink run
+// --session ID "go on"` answers the call interrupted / host lost with the
+// child's resume id, and the resume it advertises continues the child:
+// the lost attempt's end is recorded, the bash call is answered outcome
+// unknown and not run again.
+func TestRunSessionAfterEveryProcessKilled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
+	const rules = `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls: [{tool: task, args: {prompt: "long job"}}]
+  - when: {depth: 1, user: "finish the job"}
+    reply: {text: "job finished after the resume"}
+  - when: {depth: 1, user: "long job", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo ran >> COUNT; echo $$ > PIDFILE; sleep 300"}}]
+  - when: {depth: 0, tool: task, result: "job finished after the resume"}
+    reply: {text: "all done"}
+  - when: {depth: 0, user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
+`
+	body := strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(rules)
+	script := e.write("s.yaml", body)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	st := waitForEvent(t, p, "task.start")
+	childID, childPid := st["childId"].(string), int(st["pid"].(float64))
+	bashPid := waitBashPid(t, pidFile)
+	all := []int{p.cmd.Process.Pid, mainPid, childPid, -bashPid}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	p.wait(t, time.Minute)
+	waitDead(t, []int{mainPid, childPid, bashPid})
+
+	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	evs := events(t, q.stdout.Bytes())
+	end := ofType(evs, "run.end")
+	if len(end) != 1 || end[0]["text"] != "all done" {
+		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
+	}
+	mainPath := end[0]["transcript"].(string)
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			results = append(results, r.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "task interrupted after 1 turn: host lost") ||
+		!strings.Contains(results[0], fmt.Sprintf("continue it with task({resume: %q", childID)) {
+		t.Fatalf("main results %q; want the lost call answered host lost with the child's resume id", results)
+	}
+	if !strings.HasPrefix(results[1], "job finished after the resume\n") {
+		t.Fatalf("the resumed task's result %q", results[1])
+	}
+	ctr, err := session.Open(session.ChildPath(mainPath, childID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, a := range ctr.Attempts() {
+		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
+	}
+	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
+		t.Fatalf("child attempt entries %s", got)
+	}
+	repaired := false
+	for _, m := range ctr.Messages {
+		for _, r := range m.Results {
+			repaired = repaired || (r.ToolName == "bash" && r.IsError && strings.Contains(r.Content, "the outcome is unknown"))
+		}
+	}
+	if !repaired {
+		t.Fatal("the child's interrupted bash call was not answered as outcome unknown")
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the bash call ran again: %q", data)
+	}
+}
