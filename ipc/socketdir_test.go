@@ -1,10 +1,13 @@
 package ipc
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,4 +142,60 @@ func TestPruneStaleSocketDirs(t *testing.T) {
 			t.Errorf("%s exists = %v, want %v", filepath.Base(d), got, want)
 		}
 	}
+}
+
+// TestUnbindableSocketDirSaidOnce: workers started with a socket
+// directory whose filesystem cannot hold a Unix socket all start, in a
+// private runtime directory ($XDG_RUNTIME_DIR/ink/run when it can hold
+// them, else a fresh private temp directory that Kill removes), and the
+// user is told once, with what failed, however many start.
+func TestUnbindableSocketDirSaidOnce(t *testing.T) {
+	for _, runtime := range []bool{true, false} {
+		t.Run(fmt.Sprintf("runtime-dir-%v", runtime), func(t *testing.T) {
+			rt := ""
+			if runtime {
+				rt = shortTempDir(t)
+			}
+			t.Setenv("XDG_RUNTIME_DIR", rt)
+			socketNoteOnce = sync.Once{}
+			dir := filepath.Join(shortTempDir(t), "run")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			bindable.Store(dir, syscall.ENOSYS)
+			var mu sync.Mutex
+			var said []string
+			warn := func(s string) { mu.Lock(); said = append(said, s); mu.Unlock() }
+			var used []string
+			for range 2 {
+				w := newWorkerCmd(t, "worker")
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				c, err := Start(ctx, ClientConfig{Cmd: w.cmd, SocketDir: dir, Warn: warn})
+				cancel()
+				if err != nil {
+					t.Fatalf("Start with an unbindable socket dir: %v", err)
+				}
+				used = append(used, c.socket.dir)
+				c.Kill()
+			}
+			if len(said) != 1 || !strings.Contains(said[0], dir) || !strings.Contains(said[0], "cannot hold a Unix socket (function not implemented)") {
+				t.Fatalf("told %q; want one note naming %s and what failed", said, dir)
+			}
+			for _, u := range used {
+				switch {
+				case u == dir:
+					t.Errorf("a worker's socket went in %s", dir)
+				case runtime && u != filepath.Join(rt, "ink", "run"):
+					t.Errorf("a worker's socket went in %s, not in $XDG_RUNTIME_DIR/ink/run", u)
+				case !runtime && dirExists(u):
+					t.Errorf("the private temp dir %s outlived its worker", u)
+				}
+			}
+		})
+	}
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }

@@ -109,3 +109,56 @@ func TestRunning(t *testing.T) {
 		t.Error("a zombie is taken as running")
 	}
 }
+
+// TestLostAttemptReasons: an attempt whose holder stopped without
+// recording its end is lost "host lost" when that holder ran in this boot
+// of this host and is gone, and "machine restarted" when it ran in an
+// earlier boot (its boot id differs), as a probe of the free lease says
+// too; while that holder still runs, its end may not be written.
+func TestLostAttemptReasons(t *testing.T) {
+	t.Parallel()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(live.Process.Pid, syscall.SIGKILL); live.Wait() })
+	later := time.Now().Add(time.Minute) // after the live process started
+	for _, tc := range []struct {
+		name   string
+		edit   func(*Meta)
+		loss   Loss
+		reason string
+		gone   bool
+	}{
+		{"gone in this boot", func(m *Meta) { m.Pid = dead.Process.Pid }, HostLost, "host lost", true},
+		{"an earlier boot", func(m *Meta) { m.Pid = live.Process.Pid; m.BootID = "an-earlier-boot" }, MachineRestarted, "machine restarted", true},
+		{"still running", func(m *Meta) { m.Pid = live.Process.Pid; m.StartedAt = later }, HostLost, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := transcriptPath(t)
+			l := mustAcquire(t, path, Owner{AttemptID: "lost"})
+			if err := l.Release(); err != nil {
+				t.Fatal(err)
+			}
+			rewriteMeta(t, path, tc.edit)
+			st, err := Probe(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Lost(); got != tc.loss {
+				t.Errorf("probe of the free lease: Lost() = %v (%q), want %v", got, got, tc.loss)
+			}
+			next := mustAcquire(t, path, Owner{AttemptID: "next"})
+			defer next.Release()
+			reason, gone := next.LostAttempt("lost")
+			if reason != tc.reason || gone != tc.gone {
+				t.Errorf("LostAttempt = %q, %v; want %q, %v", reason, gone, tc.reason, tc.gone)
+			}
+		})
+	}
+}

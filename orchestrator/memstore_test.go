@@ -62,6 +62,8 @@ type memStore struct {
 	failSession error
 	// lookups counts the calls that look a child up (Holders, FindChild).
 	lookups atomic.Int64
+	// synced is how many bytes of each shell session its writer synced.
+	synced map[string]int
 }
 
 // memLease is one transcript's lease: its holder while held, the last
@@ -73,7 +75,7 @@ type memLease struct {
 }
 
 func newMemStore() *memStore {
-	return &memStore{files: map[string][]byte{}, leases: map[string]*memLease{}}
+	return &memStore{files: map[string][]byte{}, leases: map[string]*memLease{}, synced: map[string]int{}}
 }
 
 var _ Store = (*memStore)(nil)
@@ -504,8 +506,23 @@ func (m *memSession) AppendMessage(msg model.Message) error {
 	return m.s.append(m.path, session.Entry{Message: &msg})
 }
 
-func (m *memSession) Sync() error  { return nil }
+// Sync marks what the session holds as durable (syncedBytes).
+func (m *memSession) Sync() error {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	m.s.synced[m.path] = len(m.s.files[m.path])
+	return nil
+}
+
 func (m *memSession) Close() error { m.s.release(m.path, m.epoch); return nil }
+
+// syncedBytes returns what a crash of the machine would leave of the shell
+// session at path: what its writer synced.
+func (s *memStore) syncedBytes(path string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.files[path][:s.synced[path]])
+}
 
 // memWorkspaces is a Workspaces in memory: a directory is a repository
 // when repos names it, and each worktree is a record whose assessment the

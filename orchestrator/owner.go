@@ -87,16 +87,26 @@ func locate(s Store, inkHome, cwd, childID, parentID string) (Resumed, error) {
 			}
 		}
 	}
-	return Resumed{}, notFoundIn(s, inkHome, cwd, childID)
+	return notFoundIn(s, inkHome, cwd, childID)
 }
 
-// notFoundIn is the refusal of a child no session of cwd holds: it lists
-// this directory's children (reading them, as a listing does: only a
-// lookup that found nothing pays for it).
-func notFoundIn(s Store, inkHome, cwd, childID string) error {
+// notFoundIn is the refusal of a child no session of cwd holds. A file
+// of a session named after it that never started (a crash of the machine
+// left it without its bytes) gets FindChild's refusal, which says so, with
+// that session as its owner. Else it lists this
+// directory's children (reading them, as a listing does: only a lookup
+// that found nothing pays for it).
+func notFoundIn(s Store, inkHome, cwd, childID string) (Resumed, error) {
 	sessions, err := s.Sessions(inkHome, cwd)
 	if err != nil {
-		return fmt.Errorf("cannot resume child %q: %w", childID, err)
+		return Resumed{}, fmt.Errorf("cannot resume child %q: %w", childID, err)
+	}
+	for _, ss := range sessions {
+		if ss.ID != "" && s.Exists(session.ChildPath(ss.Path, childID)) {
+			if _, err := s.FindChild(ss.Path, ss.ID, childID); errors.Is(err, session.ErrNotStarted) {
+				return Resumed{OwnerPath: ss.Path, OwnerID: ss.ID}, err
+			}
+		}
 	}
 	var known []string
 	for _, ss := range sessions {
@@ -124,7 +134,7 @@ func notFoundIn(s Store, inkHome, cwd, childID string) error {
 	default:
 		msg += " (its sessions have no children)"
 	}
-	return &session.LookupError{Code: session.CodeNotFound, Message: msg}
+	return Resumed{}, &session.LookupError{Code: session.CodeNotFound, Message: msg}
 }
 
 // ownerRefusal words a lookup that found no owner for childID, for a task

@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/inkdev/ink/model"
 	"github.com/inkdev/ink/session"
 	"github.com/inkdev/ink/version"
+	"github.com/inkdev/ink/worktree"
 )
 
 // loses is a main agent whose supervisor is lost mid fan-out: it makes
@@ -508,6 +511,91 @@ func TestRecoveredLongAnswer(t *testing.T) {
 		}
 		if got := wholeFinalText(ctr, end); got != long {
 			t.Errorf("wholeFinalText gave %d bytes; want the whole %d", len(got), len(long))
+		}
+	})
+}
+
+// TestChildAnswersWithoutATranscript: a continued session answers an open
+// task call whose supervisor died after making the child's worktree and
+// before the child's transcript existed by naming the child and its
+// worktree, with no resume to offer. A child transcript a crash of the
+// machine left empty never started: no answer offers to resume it.
+func TestChildAnswersWithoutATranscript(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		home, cwd := "/ink-test/"+t.Name(), "/ink-test/proj"
+		o, s := memOrchestrator(t, home)
+		ws := memHomeOf(t, home).ws
+		mainID := session.NewID()
+		main := newTranscript(t, s, session.MainPath(home, cwd, mainID), session.Header{ID: mainID, Cwd: cwd})
+		wtChild := session.NewID()
+		rec, err := ws.Create(t.Context(), worktree.Repo{Root: cwd, Head: "abc123"}, home, wtChild, worktree.Origin{ParentSession: mainID, ToolCallID: "w1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty := session.NewID()
+		s.put(session.ChildPath(main.path, empty), nil)
+		main.msg(model.UserText("p")).
+			msg(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+				taskCallOf("w1", `{"prompt":"in a worktree","worktree":true}`),
+				taskCallOf("e1", `{"prompt":"lost with the machine"}`),
+			}})
+		tr, err := s.Open(main.path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, a := range o.childAnswers(t.Context(), tr) {
+			got[a.Message.Results[0].ToolCallID] = a.Message.Results[0].Content
+		}
+		w := got["w1"]
+		for _, want := range []string{"interrupted before the child started", "child id: " + wtChild, rec.Path, rec.Branch, "`ink worktrees rm " + wtChild + "`", "start a new task instead"} {
+			if !strings.Contains(w, want) {
+				t.Errorf("w1 answered %q; want it to say %q", w, want)
+			}
+		}
+		for id, c := range got {
+			if strings.Contains(c, "resume") {
+				t.Errorf("%s answered %q: it offers a resume that would be refused", id, c)
+			}
+		}
+	})
+}
+
+// TestShellCallDurableBeforeChild: a front end's task call (ink task, ink
+// mcp) is recorded in its shell session and made durable before its child
+// is sent its attempt — the first, which creates the session with it, and
+// every later one — so a child whose start survived a crash of the machine
+// always finds in its parent the call that started it.
+func TestShellCallDurableBeforeChild(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var h *harness
+		var mu sync.Mutex
+		var launched []string
+		h = newHarness(t, Config{MaxDepth: 1}, func(w *fakeWorker) {
+			child := w.Spec.Transcript
+			main := filepath.Dir(filepath.Dir(child)) + ".jsonl"
+			mu.Lock()
+			launched = append(launched, w.Spec.Prompt)
+			n := len(launched)
+			mu.Unlock()
+			if got := strings.Count(string(h.store.syncedBytes(main)), `"name":"task"`); got < n {
+				t.Errorf("child %d (%q) was sent its attempt while %d task calls of its shell session were durable", n, w.Spec.Prompt, got)
+			}
+			if w.Start() {
+				w.Complete("done", model.Usage{})
+			}
+		})
+		p := h.o.NewParent(ParentOptions{Label: "mcp"})
+		defer p.Close(nil)
+		for _, prompt := range []string{"alpha", "beta"} {
+			if res := p.Task(t.Context(), Call{Tasks: []TaskArgs{{Prompt: prompt}}}); res.IsError {
+				t.Fatalf("task %s: %+v", prompt, res)
+			}
+		}
+		if len(launched) != 2 {
+			t.Fatalf("launched %q, want alpha and beta", launched)
 		}
 	})
 }

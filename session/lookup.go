@@ -14,10 +14,15 @@ type LookupError struct {
 	Code Code
 	// Message says what was wrong, for a user.
 	Message string
+	// Err is the cause, when one is known (ErrNotStarted).
+	Err error
 }
 
 // Error returns the message.
 func (e *LookupError) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *LookupError) Unwrap() error { return e.Err }
 
 // ChildInfo is a child transcript found by FindChild.
 type ChildInfo struct {
@@ -58,8 +63,8 @@ func FindChild(mainPath, parentID, childID string) (ChildInfo, error) {
 	switch len(matches) {
 	case 0:
 		if _, err := ReadHeader(filepath.Join(dir, childID+".jsonl")); errors.Is(err, ErrNotStarted) {
-			return ChildInfo{}, &LookupError{Code: CodeNotFound, Message: fmt.Sprintf(
-				"cannot resume child %q: it never started: %v", childID, err)}
+			return ChildInfo{}, &LookupError{Code: CodeNotFound, Err: err, Message: fmt.Sprintf(
+				"cannot resume child %q: it never started: %v. Start a new task instead.", childID, err)}
 		}
 		if named != nil {
 			return ChildInfo{}, &LookupError{Code: CodeMalformed, Message: fmt.Sprintf(

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deadPID returns the pid of a process that has exited.
@@ -280,5 +281,81 @@ func TestForgedRecordIsNotTrusted(t *testing.T) {
 	}
 	if !exists(filepath.Join(victim, "precious.txt")) || !exists(rec.Path) {
 		t.Fatal("something was deleted")
+	}
+}
+
+// TestLoneEmptyRecordIsNone: an empty record with no worktree beside it —
+// what a process killed while an earlier version of ink created the record
+// left — is no worktree: no listing shows it and Find does not find it;
+// Prune deletes it and says so (at once where its repository is known and
+// its lock held, else once it is stale), as it deletes the temp file of a
+// record whose creation was killed before its link; RemoveEmptyRecord,
+// behind `ink worktrees rm`, deletes it.
+func TestLoneEmptyRecordIsNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t)
+	home := newInkHome(t)
+	rec := newWorktree(t, root, home, "a")
+	slugDir := filepath.Dir(rec.Path)
+	empty := filepath.Join(slugDir, "b.json")
+	temp := filepath.Join(slugDir, ".c.json.tmp-0123456789abcdef")
+	for _, p := range []string{empty, temp} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := List(ctx, home)
+	if err != nil || len(infos) != 1 || infos[0].ChildID != "a" {
+		t.Fatalf("List = %+v, %v; want only worktree a", infos, err)
+	}
+	if _, err := Find(ctx, home, "b"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Find of a lone empty record = %v, want ErrNotFound", err)
+	}
+	res, err := Prune(ctx, home, PruneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.EmptyRecords) != 1 || res.EmptyRecords[0] != empty || len(res.Temps) != 1 || res.Temps[0] != temp {
+		t.Fatalf("prune deleted empty records %v and temps %v; want [%s] and [%s]", res.EmptyRecords, res.Temps, empty, temp)
+	}
+	for _, p := range []string{empty, temp} {
+		if exists(p) {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if !exists(recordPath(rec.Path)) {
+		t.Error("prune deleted worktree a's record")
+	}
+
+	// In a directory no record names a repository for, only once stale.
+	other := filepath.Join(filepath.Dir(slugDir), "elsewhere-0000")
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lone := filepath.Join(other, "d.json")
+	if err := os.WriteFile(lone, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Prune(ctx, home, PruneOptions{}); err != nil || len(res.EmptyRecords) != 0 || !exists(lone) {
+		t.Fatalf("prune of a young empty record in an unknown repository's directory: %+v, %v", res, err)
+	}
+	old := time.Now().Add(-2 * staleTempAge)
+	if err := os.Chtimes(lone, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Prune(ctx, home, PruneOptions{}); err != nil || len(res.EmptyRecords) != 1 || res.EmptyRecords[0] != lone || exists(lone) {
+		t.Fatalf("prune of a stale empty record: %+v, %v", res, err)
+	}
+
+	// rm's way: only a lone empty record goes.
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := RemoveEmptyRecord(home, "a"); err != nil || p != "" || !exists(recordPath(rec.Path)) {
+		t.Fatalf("RemoveEmptyRecord of a real worktree's record: %q, %v", p, err)
+	}
+	if p, err := RemoveEmptyRecord(home, "b"); err != nil || p != empty || exists(empty) {
+		t.Fatalf("RemoveEmptyRecord = %q, %v; want %s deleted", p, err, empty)
 	}
 }

@@ -301,9 +301,14 @@ func worktreePaths(inkHome string) ([]string, error) {
 		if !s.IsDir() {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(base, s.Name()))
+		dir := filepath.Join(base, s.Name())
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("list worktrees: %w", err)
+		}
+		names := make(map[string]bool, len(entries))
+		for _, e := range entries {
+			names[e.Name()] = true
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -314,6 +319,9 @@ func worktreePaths(inkHome string) ([]string, error) {
 				var ok bool
 				if name, ok = strings.CutSuffix(name, ".json"); !ok {
 					continue
+				}
+				if !names[name] && !names[name+".git"] && emptyFile(filepath.Join(dir, e.Name())) {
+					continue // a lone empty record is no worktree (loneEmptyRecord)
 				}
 			}
 			p := filepath.Join(base, s.Name(), name)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,10 @@ type PruneResult struct {
 	Kept    []PruneEntry `json:"kept"`
 	// Temps lists the stale temporary record files it deleted.
 	Temps []string `json:"temps,omitempty"`
+	// EmptyRecords lists the lone empty record files it deleted: each was
+	// left by a process killed while an earlier version of ink created it,
+	// before any worktree was made, and held nothing.
+	EmptyRecords []string `json:"emptyRecords,omitempty"`
 }
 
 // staleTempAge is how old a temporary record file must be before Prune
@@ -59,10 +64,11 @@ const staleTempAge = 10 * time.Minute
 // commit is merged into the main checkout's HEAD (with their branches),
 // ones whose creation was interrupted, records and branches of worktrees
 // whose directory is gone (a branch only when it holds nothing HEAD lacks),
-// and stale temporary record files. It keeps, and lists with the reason,
-// every worktree locked by a live process, every one holding work or in a
-// state ink cannot judge, and — unless opts.IncludeResumable — the clean
-// worktree of a child that can still be resumed. It looks at
+// stale temporary record files and lone empty records (loneEmptyRecord).
+// It keeps, and lists with the reason, every worktree locked by a live
+// process, every one holding work or in a state ink cannot judge, and —
+// unless opts.IncludeResumable — the clean worktree of a child that can
+// still be resumed. It looks at
 // $INK_HOME/worktrees and at the ink worktrees of opts.Repos. Failures are
 // joined into the error while the rest go on.
 func Prune(ctx context.Context, inkHome string, opts PruneOptions) (PruneResult, error) {
@@ -106,7 +112,13 @@ func Prune(ctx context.Context, inkHome string, opts PruneOptions) (PruneResult,
 		}
 		res.Removed = append(res.Removed, e)
 	}
-	res.Temps = pruneTemps(ctx, inkHome, infos)
+	for _, p := range pruneTemps(ctx, inkHome, infos) {
+		if strings.HasPrefix(filepath.Base(p), ".") {
+			res.Temps = append(res.Temps, p)
+		} else {
+			res.EmptyRecords = append(res.EmptyRecords, p)
+		}
+	}
 	return res, errors.Join(errs...)
 }
 
@@ -189,8 +201,8 @@ func lastStatus(c *ChildStatus) string {
 	return c.LastStatus
 }
 
-// pruneTemps deletes stale temporary record files under
-// $INK_HOME/worktrees, each directory under its repository's lock, and
+// pruneTemps deletes stale temporary record files and lone empty records
+// under $INK_HOME/worktrees, each directory under its repository's lock, and
 // removes directories left empty.
 func pruneTemps(ctx context.Context, inkHome string, infos []Info) []string {
 	base := worktreesDir(homeReal(inkHome))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,16 +161,46 @@ func removeRecord(path string) error {
 
 // isRecordTemp reports whether name (a file in a repository's directory
 // under $INK_HOME/worktrees) is a temporary record file: the fixed
-// ".<id>.json.tmp", or ".record-*" of earlier versions of ink.
+// ".<id>.json.tmp" of a replaced record, the ".<id>.json.tmp-<random>" a
+// new record is written to before it is linked into place (left behind
+// when its process is killed in between), or ".record-*" of earlier
+// versions of ink.
 func isRecordTemp(name string) bool {
 	return strings.HasPrefix(name, ".record-") ||
-		strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp")
+		strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".json.tmp") || strings.Contains(name, ".json.tmp-"))
 }
 
-// removeTemps deletes the temporary record files in dir that are at least
-// minAge old (0: all of them; callers then hold the lock of the repository
-// the directory belongs to, so no Create is writing one), and returns the
-// paths it removed.
+// loneEmptyRecord reports whether name, a file in the repository's
+// directory dir under $INK_HOME/worktrees, is an empty record file with
+// nothing else of its worktree beside it (no worktree directory, no git
+// directory): what a process killed while an earlier version of ink
+// created the record (it opened the file, then wrote it) leaves. ink
+// writes a record whole from its first instant, so an empty one holds
+// nothing: listings skip it, and Create and Prune delete it with the
+// temporary record files.
+func loneEmptyRecord(dir, name string) bool {
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok || strings.HasPrefix(name, ".") || checkChildID(id) != nil {
+		return false
+	}
+	for _, other := range []string{id, id + ".git"} {
+		if _, err := os.Lstat(filepath.Join(dir, other)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return emptyFile(filepath.Join(dir, name))
+}
+
+// emptyFile reports whether path is a regular file of zero bytes.
+func emptyFile(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
+// removeTemps deletes the temporary record files and lone empty records
+// (loneEmptyRecord) in dir that are at least minAge old (0: all of them;
+// callers then hold the lock of the repository the directory belongs to,
+// so no Create is writing one), and returns the paths it removed.
 func removeTemps(dir string, minAge time.Duration) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -177,7 +208,7 @@ func removeTemps(dir string, minAge time.Duration) []string {
 	}
 	var removed []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) {
+		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) && !loneEmptyRecord(dir, e.Name()) {
 			continue
 		}
 		if minAge > 0 {
@@ -269,4 +300,32 @@ func guessRoot(ctx context.Context, path string) string {
 		}
 	}
 	return ""
+}
+
+// RemoveEmptyRecord deletes the lone empty record of childID under
+// $INK_HOME/worktrees (loneEmptyRecord), which no listing shows, and
+// returns its path; "" when there is none. It is how `ink worktrees rm`
+// answers for a child whose record was all that a killed creation left.
+func RemoveEmptyRecord(inkHome, childID string) (string, error) {
+	if err := checkChildID(childID); err != nil {
+		return "", err
+	}
+	base := worktreesDir(homeReal(inkHome))
+	slugs, err := os.ReadDir(base)
+	if err != nil {
+		return "", nil
+	}
+	for _, s := range slugs {
+		dir := filepath.Join(base, s.Name())
+		if !s.IsDir() || !loneEmptyRecord(dir, childID+".json") {
+			continue
+		}
+		p := filepath.Join(dir, childID+".json")
+		if err := os.Remove(p); err != nil {
+			return "", fmt.Errorf("remove the empty worktree record %s: %w", p, err)
+		}
+		_ = durable.OS.SyncDir(dir)
+		return p, nil
+	}
+	return "", nil
 }

@@ -400,11 +400,21 @@ func TestResumeNoRecord(t *testing.T) {
 // mid-bash, as an OOM-killed cgroup or `docker kill` does, leaves a child
 // whose attempt never recorded its end. Its lease is free and its holder
 // gone, so `ink task --resume` continues it: the lost attempt's end is
-// recorded as interrupted / host lost, the bash call gets the
-// outcome-unknown result and is not run again, and the new attempt runs
-// under a larger epoch.
+// recorded as interrupted / host lost (machine restarted when its lease
+// record names another boot of this machine, as after a crash of the
+// machine), the bash call gets the outcome-unknown result and is not run
+// again, and the new attempt runs under a larger epoch.
 func TestResumeAfterEveryProcessKilled(t *testing.T) {
 	t.Parallel()
+	for _, reason := range []string{"host lost", "machine restarted"} {
+		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
+			resumeAfterEveryProcessKilled(t, reason)
+		})
+	}
+}
+
+func resumeAfterEveryProcessKilled(t *testing.T, reason string) {
 	e := newEnv(t)
 	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
 	script := e.write("s.yaml", `rules:
@@ -447,6 +457,23 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 		}
 		firstEpoch = a.Epoch
 	}
+	if reason == "machine restarted" {
+		// What a crash of the machine leaves: the holder's record names
+		// the boot it ran in, which is over.
+		raw, err := os.ReadFile(lease.MetaPath(child))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil || rec["bootId"] == nil {
+			t.Fatalf("lease record %s: %v", raw, err)
+		}
+		rec["bootId"] = "an-earlier-boot"
+		raw, _ = json.Marshal(rec)
+		if err := os.WriteFile(lease.MetaPath(child), append(raw, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	code, stdout, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "go on")
 	if code != 0 || !strings.HasPrefix(stdout, "resumed and finished\n") {
@@ -465,7 +492,7 @@ func TestResumeAfterEveryProcessKilled(t *testing.T) {
 		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
 		lastEpoch = a.Epoch
 	}
-	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
+	if got := strings.Join(phases, ","); got != "start::,end:interrupted:"+reason+",start::,end:completed:" {
 		t.Fatalf("attempt entries %s", got)
 	}
 	if lastEpoch <= firstEpoch {
@@ -1453,4 +1480,191 @@ func TestRunSessionRefusals(t *testing.T) {
 		t.Fatalf("child id: exit %d\n%s", code, q.stderr.String())
 	}
 	sameTree(t, "child id", before, snapshot(t, e.home))
+}
+
+// TestChildThatNeverStarted: a child transcript that a crash of the
+// machine left at 0 bytes, beside a parent whose task call lost its
+// result, never started, and every command reads it so: `sessions ls`
+// and `sessions show` do not list it as a child, `ink task --resume`
+// refuses it saying it never started, and `ink run --session` answers the
+// open call without offering a resume that would be refused.
+func TestChildThatNeverStarted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script := e.write("s.yaml", `rules:
+  - when: {depth: 0, user: "^go on$"}
+    reply: {text: "carried on"}
+  - when: {depth: 0, turn: 1}
+    reply:
+      calls: [{tool: task, args: {prompt: "sub"}}]
+  - when: {depth: 1}
+    reply: {text: "child done"}
+  - reply: {text: "main done"}
+`)
+	p, code := e.run("run", "--json", "--model", "script:"+script, "delegate")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	evs := events(t, p.stdout.Bytes())
+	mainID := ofType(evs, "run.start")[0]["session"].(string)
+	childID := ofType(evs, "task.end")[0]["childId"].(string)
+	mainPath := ofType(evs, "run.end")[0]["transcript"].(string)
+
+	// What a crash of the machine can leave: the child's name without its
+	// bytes, and the parent's history up to its task call.
+	if err := os.Truncate(session.ChildPath(mainPath, childID), 0); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"role":"toolResult"`) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatalf("no tool result in the main transcript:\n%s", data)
+	}
+	if err := os.WriteFile(mainPath, []byte(strings.Join(lines[:cut], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	q, code := e.run("sessions", "ls")
+	if code != 0 || !regexp.MustCompile(regexp.QuoteMeta(mainID)+`\s+\S+ \S+\s+0\s`).MatchString(q.stdout.String()) {
+		t.Errorf("sessions ls counts the child that never started: exit %d\n%s", code, q.stdout.String())
+	}
+	q, code = e.run("sessions", "show", mainID)
+	if code != 0 || strings.Contains(q.stdout.String(), childID) {
+		t.Errorf("sessions show lists the child that never started: exit %d\n%s%s", code, q.stdout.String(), q.stderr.String())
+	}
+	before := snapshot(t, e.home, e.dir)
+	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", childID, "go on")
+	if code != 2 || !strings.Contains(stderr, "not-found: it never started: ") || !strings.Contains(stderr, "Start a new task instead.") {
+		t.Errorf("resume of the child that never started: exit %d\n%s", code, stderr)
+	}
+	sameTree(t, "resume refused", before, snapshot(t, e.home, e.dir))
+
+	q, code = e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\n%s", code, q.stderr.String())
+	}
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			answer = r.Content
+		}
+	}
+	if !strings.Contains(answer, "interrupted") || strings.Contains(answer, "resume") || strings.Contains(answer, childID) {
+		t.Errorf("the open task call was answered %q; want it interrupted, offering no resume of the child that never started", answer)
+	}
+	if text := ofType(events(t, q.stdout.Bytes()), "run.end")[0]["text"]; text != "carried on" {
+		t.Errorf("the continued session answered %q", text)
+	}
+}
+
+// TestRunSessionAfterEveryProcessKilled: every process of an `ink run` —
+// supervisor, main worker, child worker and the bash the child runs —
+// SIGKILLed at once mid-bash leaves a main session whose task call has no
+// result and a child whose attempt never recorded its end. `ink run
+// --session ID "go on"` answers the call interrupted / host lost with the
+// child's resume id, and the resume it advertises continues the child:
+// the lost attempt's end is recorded, the bash call is answered outcome
+// unknown and not run again.
+func TestRunSessionAfterEveryProcessKilled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
+	const rules = `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls: [{tool: task, args: {prompt: "long job"}}]
+  - when: {depth: 1, user: "finish the job"}
+    reply: {text: "job finished after the resume"}
+  - when: {depth: 1, user: "long job", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "echo ran >> COUNT; echo $$ > PIDFILE; sleep 300"}}]
+  - when: {depth: 0, tool: task, result: "job finished after the resume"}
+    reply: {text: "all done"}
+  - when: {depth: 0, user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
+`
+	body := strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(rules)
+	script := e.write("s.yaml", body)
+	p := e.start("run", "--json", "--model", "script:"+script, "start")
+	mainID := waitForEvent(t, p, "run.start")["session"].(string)
+	mainPid := int(waitForEvent(t, p, "worker.start")["pid"].(float64))
+	st := waitForEvent(t, p, "task.start")
+	childID, childPid := st["childId"].(string), int(st["pid"].(float64))
+	bashPid := waitBashPid(t, pidFile)
+	all := []int{p.cmd.Process.Pid, mainPid, childPid, -bashPid}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range all {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	p.wait(t, time.Minute)
+	waitDead(t, []int{mainPid, childPid, bashPid})
+
+	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	evs := events(t, q.stdout.Bytes())
+	end := ofType(evs, "run.end")
+	if len(end) != 1 || end[0]["text"] != "all done" {
+		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
+	}
+	mainPath := end[0]["transcript"].(string)
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			results = append(results, r.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "task interrupted after 1 turn: host lost") ||
+		!strings.Contains(results[0], fmt.Sprintf("continue it with task({resume: %q", childID)) {
+		t.Fatalf("main results %q; want the lost call answered host lost with the child's resume id", results)
+	}
+	if !strings.HasPrefix(results[1], "job finished after the resume\n") {
+		t.Fatalf("the resumed task's result %q", results[1])
+	}
+	ctr, err := session.Open(session.ChildPath(mainPath, childID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, a := range ctr.Attempts() {
+		phases = append(phases, a.Phase+":"+string(a.Status)+":"+a.Reason)
+	}
+	if got := strings.Join(phases, ","); got != "start::,end:interrupted:host lost,start::,end:completed:" {
+		t.Fatalf("child attempt entries %s", got)
+	}
+	repaired := false
+	for _, m := range ctr.Messages {
+		for _, r := range m.Results {
+			repaired = repaired || (r.ToolName == "bash" && r.IsError && strings.Contains(r.Content, "the outcome is unknown"))
+		}
+	}
+	if !repaired {
+		t.Fatal("the child's interrupted bash call was not answered as outcome unknown")
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the bash call ran again: %q", data)
+	}
 }

@@ -306,6 +306,17 @@ func newWorktreesRmCmd(g *globals) *cobra.Command {
 			}
 			info, err := s.find(cmd.Context(), args[0])
 			if err != nil {
+				// A killed creation may have left only an empty record,
+				// which no listing shows: it holds nothing, so it goes.
+				if p, rerr := worktree.RemoveEmptyRecord(s.home, args[0]); rerr != nil {
+					return &exitError{code: exitFailed, msg: rerr.Error()}
+				} else if p != "" {
+					if g.json {
+						return printJSON(map[string]string{"childId": args[0], "emptyRecord": p})
+					}
+					fmt.Printf("deleted %s: an empty worktree record that a process killed while creating it left; no worktree was made for %s\n", p, args[0])
+					return nil
+				}
 				return err
 			}
 			res, err := worktree.RemoveForce(cmd.Context(), info, force)
@@ -366,8 +377,13 @@ func newWorktreesPruneCmd(g *globals) *cobra.Command {
 
 // writePruneResult prints one line per removed and kept worktree.
 func writePruneResult(w io.Writer, res worktree.PruneResult) {
+	for _, p := range res.EmptyRecords {
+		fmt.Fprintf(w, "deleted %s: an empty worktree record that a process killed while creating it left, with no worktree made\n", p)
+	}
 	if len(res.Removed) == 0 && len(res.Kept) == 0 {
-		fmt.Fprintln(w, "nothing to prune")
+		if len(res.EmptyRecords) == 0 {
+			fmt.Fprintln(w, "nothing to prune")
+		}
 		return
 	}
 	for _, e := range res.Removed {
