@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -267,5 +268,23 @@ func TestREADMEMCPConfigExamples(t *testing.T) {
 		if !clients[c] {
 			t.Errorf("the README shows no `ink mcp config %s` example", c)
 		}
+	}
+}
+
+// TestMCPConfigRefusesGoRunBinary: a binary that `go run` built lives
+// where Go does not keep it, so `ink mcp config` refuses to write it into a
+// client's configuration and says to install ink.
+func TestMCPConfigRefusesGoRunBinary(t *testing.T) {
+	t.Parallel()
+	for layout, rel := range goRunLayouts {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			e := providerEnv(t, "ANTHROPIC_API_KEY="+fakeAnthropicKey)
+			p := e.startExe(goRunCopy(t, t.TempDir(), rel), "mcp", "config", "codex")
+			if code := p.wait(t, time.Minute); code != exitUsage || p.snapshot() != "" ||
+				!strings.Contains(p.stderr.String(), "built by `go run`") || !strings.Contains(p.stderr.String(), "go install") {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, p.snapshot(), p.stderr.String())
+			}
+		})
 	}
 }
