@@ -363,3 +363,50 @@ func TestLoadRepeatedKeysAndSlashNames(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryClaudeFixtureLoads: every file of testdata/claude, the shapes
+// public Claude Code collections write (the four ink once skipped among
+// them: three frontmatters that repeat a key, a name with a '/'), installed
+// as five collections under ~/.claude/agents, loads as an agent: no file is
+// skipped, each gives an agent of its own, and `ink agents check` finds no
+// error in them.
+func TestEveryClaudeFixtureLoads(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "claude", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, once := range []string{"frontend-developer.md", "api-tester.md", "sprint-prioritizer.md", "python-devops-expert.md"} {
+		if !slices.Contains(files, filepath.Join("testdata", "claude", once)) {
+			t.Fatalf("the fixtures lack %s, a shape ink once skipped", once)
+		}
+	}
+	l := newLayout(t)
+	claude := filepath.Join(l.home, ".claude", "agents")
+	var installed []string
+	for i, f := range files {
+		installed = append(installed, copyFixture(t, filepath.Base(f), filepath.Join(claude, fmt.Sprintf("collection-%d", i%5))))
+	}
+	set := Load(l.options(t, false))
+	if probs := set.Problems(); len(probs) != 0 {
+		t.Errorf("files skipped: %v", probs)
+	}
+	if got := len(set.Names()); got != len(files) {
+		t.Errorf("%d agents from %d files: %q", got, len(files), set.Names())
+	}
+	sources := map[string]bool{}
+	for _, name := range set.Names() {
+		p, _ := set.Get(name)
+		sources[p.Source] = true
+	}
+	for _, f := range installed {
+		if !sources[f] {
+			t.Errorf("%s gave no agent", f)
+		}
+	}
+	for _, p := range Check(claude, CheckOptions{}) {
+		if !p.Warning {
+			t.Errorf("agents check reports an error: %v", p)
+		}
+	}
+}

@@ -27,6 +27,9 @@ func (r *runner) capReached(turn int, conv []model.Message) string {
 // landingText is the user message that asks for the final answer.
 func landingText(capped string, maxTurns int) string {
 	why := fmt.Sprintf("You have used all %d turns this task allows.", maxTurns)
+	if maxTurns == 1 {
+		why = "You have used the one turn this task allows."
+	}
 	if capped == CappedBudget {
 		why = "The token budget of this task is nearly spent."
 	}

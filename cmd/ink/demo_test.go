@@ -101,15 +101,19 @@ func TestDemoInterrupted(t *testing.T) {
 	noDemoDirs(t, tmp)
 }
 
-// TestDemoUnderGoRun: a binary that `go run` built (it lives in the go
-// build cache) hints `go run ./cmd/ink`, which works where the reader is:
-// the root of a clone of ink.
-func TestDemoUnderGoRun(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	tmp := t.TempDir()
-	e.vars = append(e.vars, "TMPDIR="+tmp)
-	exe := filepath.Join(t.TempDir(), "go-build3141592", "b001", "exe", "ink")
+// goRunLayouts are where `go run` leaves the binary it runs: a temporary
+// work directory, or (since Go 1.24, from the second run on) the build
+// cache.
+var goRunLayouts = map[string]string{
+	"work directory": filepath.Join("go-build3141592", "b001", "exe", "ink"),
+	"build cache":    filepath.Join(".cache", "go-build", "cf", "cfdae9c18150d2154e9dba86c60c5b9a41f7a3ea39b9a28488a2352ea1c7fb34-d", "ink"),
+}
+
+// goRunCopy is a copy of the ink binary under dir at rel, as `go run`
+// would leave it.
+func goRunCopy(t *testing.T, dir, rel string) string {
+	t.Helper()
+	exe := filepath.Join(dir, rel)
 	data, err := os.ReadFile(inkBin)
 	if err != nil {
 		t.Fatal(err)
@@ -120,19 +124,39 @@ func TestDemoUnderGoRun(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.write("go.mod", "module github.com/inkdev/ink\n\ngo 1.26\n")
-	e.write("cmd/ink/main.go", "package main\n")
-	p := e.startExe(exe, "demo")
-	if code := p.wait(t, 2*time.Minute); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+	return exe
+}
+
+// TestDemoUnderGoRun: a binary that `go run` built (it lives in a go-build
+// work directory or in the build cache) hints `go run ./cmd/ink`, which
+// works where the reader is: the root of a clone of ink.
+func TestDemoUnderGoRun(t *testing.T) {
+	t.Parallel()
+	for layout, rel := range goRunLayouts {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			tmp := t.TempDir()
+			e.vars = append(e.vars, "TMPDIR="+tmp)
+			exe := goRunCopy(t, t.TempDir(), rel)
+			e.write("go.mod", "module github.com/inkdev/ink\n\ngo 1.26\n")
+			e.write("cmd/ink/main.go", "package main\n")
+			p := e.startExe(exe, "demo")
+			if code := p.wait(t, 2*time.Minute); code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, p.stderr.String())
+			}
+			out := p.stdout.String()
+			for _, want := range []string{"  $ go run ./cmd/ink task \"Run the calc", "  $ go run ./cmd/ink task --resume ", "`go run ./cmd/ink demo --keep` keeps it"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("report lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, exe) {
+				t.Errorf("the report names the binary %s:\n%s", exe, out)
+			}
+			noDemoDirs(t, tmp)
+		})
 	}
-	out := p.stdout.String()
-	for _, want := range []string{"  $ go run ./cmd/ink task \"Run the calc", "  $ go run ./cmd/ink task --resume ", "`go run ./cmd/ink demo --keep` keeps it"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q:\n%s", want, out)
-		}
-	}
-	noDemoDirs(t, tmp)
 }
 
 // TestDemoJSON: `ink demo --json` writes only events on stdout, the stream

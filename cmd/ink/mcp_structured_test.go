@@ -161,3 +161,88 @@ func TestMCPStructuredStandsAlone(t *testing.T) {
 		t.Errorf("an unknown id: isError %v, structured %v, the model sees:\n%s", res.IsError, res.StructuredContent, seen)
 	}
 }
+
+// structuredChild is one child's result as a model that sees only
+// structuredContent reads it.
+type structuredChild struct {
+	ChildID  string `json:"childId"`
+	Status   string `json:"status"`
+	IsError  bool   `json:"isError"`
+	Text     string `json:"text"`
+	Notes    string `json:"notes"`
+	Reason   string `json:"reason"`
+	Capped   string `json:"capped"`
+	Turns    int    `json:"turns"`
+	Resume   string `json:"resume"`
+	Worktree *struct {
+		Path        string `json:"path"`
+		Branch      string `json:"branch"`
+		Disposition string `json:"disposition"`
+	} `json:"worktree"`
+}
+
+// onlyChild decodes what the model sees of a result with one child.
+func onlyChild(t *testing.T, seen string) structuredChild {
+	t.Helper()
+	var out struct {
+		Tasks []structuredChild `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(seen), &out); err != nil || len(out.Tasks) != 1 {
+		t.Fatalf("want one child in what the model sees (%v):\n%s", err, seen)
+	}
+	return out.Tasks[0]
+}
+
+// TestMCPStructuredOutcomes: beyond a plain answer, a client that shows
+// its model only structuredContent still gives it every outcome the text
+// states: what became of a worktree child's worktree (path, branch, kept
+// with its work) and how to review it; a capped child's wrap-up answer,
+// marked capped; a cancelled child's status, the reason it stopped and the
+// call that resumes it.
+func TestMCPStructuredOutcomes(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"README": "hello\n"})
+	dig := `rules:
+  - when: {user: "Write your final answer now"}
+    reply: {text: "partial findings, unfinished"}
+  - when: {user: "^dig"}
+    reply: {calls: [{tool: bash, args: {command: "true"}}]}
+`
+	script := e.wtOutside("s.yaml", dig+strings.TrimPrefix(mcpScript, "rules:\n"))
+	s := e.startMCP("--model", "script:"+script, "--max-turns", "3")
+	c := newStructuredClient(t, s)
+
+	// A worktree child that committed: its worktree is kept with its work.
+	seen, res := c.call(t, "task", map[string]any{"prompt": "commit something", "worktree": true})
+	if res.IsError {
+		t.Fatalf("worktree task:\n%s", resultText(res))
+	}
+	got := onlyChild(t, seen)
+	if got.Text != "committed child.txt" || got.Worktree == nil || got.Worktree.Branch != "ink/"+got.ChildID ||
+		!strings.HasSuffix(got.Worktree.Path, got.ChildID) || got.Worktree.Disposition != "kept-work" ||
+		!strings.Contains(got.Notes, "ink worktrees merge "+got.ChildID) {
+		t.Errorf("the model sees of a worktree child:\n%s", seen)
+	}
+
+	// A child stopped by --max-turns: its wrap-up answer, marked capped.
+	seen, res = c.call(t, "task", map[string]any{"prompt": "dig forever"})
+	got = onlyChild(t, seen)
+	if res.IsError || got.Capped != "turns" || got.Text != "partial findings, unfinished" || got.Status != "completed" ||
+		!strings.Contains(got.Notes, "3-turn cap") {
+		t.Errorf("the model sees of a capped child (isError %v):\n%s", res.IsError, seen)
+	}
+
+	// A background child cancelled while it runs.
+	text, _ := c.call(t, "task", map[string]any{"prompt": "slow work", "background": true})
+	id := onlyChild(t, text).ChildID
+	eventually(t, func() bool {
+		st, _ := s.call(t, "task_status", map[string]any{"ids": []string{id}})
+		return strings.Contains(st, "running for")
+	})
+	seen, _ = c.call(t, "task_cancel", map[string]any{"id": id})
+	got = onlyChild(t, seen)
+	if got.ChildID != id || got.Status != "aborted" || !got.IsError || !strings.Contains(got.Reason, "task_cancel") ||
+		got.Resume != `task({resume: "`+id+`", prompt: "…"})` {
+		t.Errorf("the model sees of a cancelled child:\n%s", seen)
+	}
+}

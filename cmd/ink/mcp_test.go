@@ -592,6 +592,10 @@ func TestMCPDisconnect(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("ink mcp did not exit after its client went away\nstderr:\n%s", s.stderr.String())
 	}
+	// Nobody pressed Ctrl-C: the client hung up.
+	if strings.Contains(s.stderr.String(), "Ctrl-C") {
+		t.Errorf("ink mcp speaks of Ctrl-C when its client hangs up:\n%s", s.stderr.String())
+	}
 	for _, id := range []string{bgID, fgID} {
 		sp := lastAttempt(t, e.childTranscript(t, id))
 		if sp.status != "interrupted" || sp.reason != "host lost" {

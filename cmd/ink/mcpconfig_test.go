@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -123,6 +124,13 @@ func TestMCPConfigCodex(t *testing.T) {
 	if reqs := srv.requests(); len(reqs) != 1 || reqs[0].header.Get("Authorization") != "Bearer "+fakeOpenAIKey {
 		t.Fatalf("the provider got %d requests", len(reqs))
 	}
+	// INK_HOME passed too: the session is where ink's other commands look.
+	if _, err := os.Stat(filepath.Join(e.home, "sessions")); err != nil {
+		t.Errorf("the server's session is not under INK_HOME: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(values["HOME"], ".ink")); err == nil {
+		t.Errorf("the server wrote ~/.ink, not INK_HOME")
+	}
 
 	// Without the key, as Codex would start it before env_vars listed it.
 	bare := *e
@@ -222,5 +230,61 @@ func TestMCPUnexpandedReference(t *testing.T) {
 	p, _ := e.run("doctor")
 	if !strings.Contains(p.snapshot(), `ink mcp: ✗ started here, it would answer every tool call with: ANTHROPIC_API_KEY is the text "${ANTHROPIC_API_KEY}"`) {
 		t.Errorf("ink doctor does not say what ink mcp would:\n%s", p.snapshot())
+	}
+}
+
+// TestREADMEMCPConfigExamples: every `$ ink mcp config …` example of the
+// README prints what the README shows, run as it says they ran: with
+// ANTHROPIC_API_KEY set and INK_HOME=/home/you/ink-home, ink installed as
+// /home/you/go/bin/ink.
+func TestREADMEMCPConfigExamples(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, _ := filepath.EvalSymlinks(inkBin)
+	e := newEnv(t)
+	inkHome := filepath.Join(t.TempDir(), "ink-home")
+	e.vars = slices.DeleteFunc(e.vars, func(kv string) bool { return strings.HasPrefix(kv, "INK_HOME=") })
+	e.vars = append(e.vars, "INK_HOME="+inkHome, "ANTHROPIC_API_KEY="+fakeAnthropicKey)
+	shown := strings.NewReplacer(bin, "/home/you/go/bin/ink", inkHome, "/home/you/ink-home")
+	clients := map[string]bool{}
+	for _, block := range strings.Split(string(readme), "```console\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		command, want, _ := strings.Cut(block, "\n")
+		args, ok := strings.CutPrefix(command, "$ ink mcp config ")
+		if !ok {
+			continue
+		}
+		words := append([]string{"mcp", "config"}, strings.Fields(args)...)
+		clients[words[2]] = true
+		p, code := e.run(words...)
+		if got := shown.Replace(p.snapshot()); code != 0 || got != want {
+			t.Errorf("README's `%s`: exit %d, prints\n%s\nthe README shows\n%s\nstderr:\n%s", command, code, got, want, p.stderr.String())
+		}
+	}
+	for _, c := range []string{"claude", "codex", "cursor"} {
+		if !clients[c] {
+			t.Errorf("the README shows no `ink mcp config %s` example", c)
+		}
+	}
+}
+
+// TestMCPConfigRefusesGoRunBinary: a binary that `go run` built lives
+// where Go does not keep it, so `ink mcp config` refuses to write it into a
+// client's configuration and says to install ink.
+func TestMCPConfigRefusesGoRunBinary(t *testing.T) {
+	t.Parallel()
+	for layout, rel := range goRunLayouts {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			e := providerEnv(t, "ANTHROPIC_API_KEY="+fakeAnthropicKey)
+			p := e.startExe(goRunCopy(t, t.TempDir(), rel), "mcp", "config", "codex")
+			if code := p.wait(t, time.Minute); code != exitUsage || p.snapshot() != "" ||
+				!strings.Contains(p.stderr.String(), "built by `go run`") || !strings.Contains(p.stderr.String(), "go install") {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, p.snapshot(), p.stderr.String())
+			}
+		})
 	}
 }

@@ -1050,7 +1050,7 @@ func TestSessionsShow(t *testing.T) {
 		}
 	}
 	for id, st := range status {
-		if !regexp.MustCompile(regexp.QuoteMeta(id) + ` +` + st + ` +1 attempt\(s\)`).MatchString(out) {
+		if !regexp.MustCompile(regexp.QuoteMeta(id) + ` +` + st + ` +1 attempt +agent `).MatchString(out) {
 			t.Errorf("show lacks child %s with status %s:\n%s", id, st, out)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inkdev/ink/model"
+	"github.com/inkdev/ink/orchestrator"
 	"github.com/inkdev/ink/session"
 )
 
@@ -111,7 +112,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if a.Reason != "" {
 						reason = ": " + a.Reason
 					}
-					fmt.Printf("-- attempt %s ended %s%s (%d turns)\n", a.AttemptID, a.Status, reason, a.Turns)
+					fmt.Printf("-- attempt %s ended %s%s (%d %s)\n", a.AttemptID, a.Status, reason, a.Turns, orchestrator.Plural(a.Turns, "turn", "turns"))
 				}
 			}
 			if tr.Torn != nil {
@@ -124,7 +125,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if c.Problem != "" {
 						p = "  (" + c.Problem + ")"
 					}
-					fmt.Printf("  %s  %-11s %d attempt(s)  agent %s%s\n", dash(c.ID), dash(string(c.LastStatus)), c.Attempts, dash(c.Agent), p)
+					fmt.Printf("  %s  %-11s %d %-8s  agent %s%s\n", dash(c.ID), dash(string(c.LastStatus)), c.Attempts, orchestrator.Plural(c.Attempts, "attempt", "attempts"), dash(c.Agent), p)
 				}
 				fmt.Println("continue a child with: ink task --resume <child id> \"…\"")
 			}
