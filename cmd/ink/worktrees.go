@@ -306,6 +306,9 @@ func newWorktreesRmCmd(g *globals) *cobra.Command {
 			}
 			info, err := s.find(cmd.Context(), args[0])
 			if err != nil {
+				if !session.ValidID(args[0]) {
+					return err
+				}
 				// A killed creation may have left only an empty record,
 				// which no listing shows: it holds nothing, so it goes.
 				if p, rerr := worktree.RemoveEmptyRecord(s.home, args[0]); rerr != nil {
