@@ -250,6 +250,83 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	}
 }
 
+// TestWorktreeAttackNestedRepository: an agent allowed to commit in the
+// checkout (--allow-git-writes) cannot change the repository's config or
+// hooks, but it can make a repository of its own inside the checkout,
+// configure core.fsmonitor, hooks and a filter there, stage it as a
+// submodule, commit, and leave a file of it modified. ink's git — a
+// worktree child's creation and settle, ls --status, diff and merge —
+// never looks into that submodule, so runs none of it; the user's own
+// `git status` does, so the trap was armed.
+func TestWorktreeAttackNestedRepository(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	c := newCounter(t)
+	hooks := filepath.Join(filepath.Dir(e.dir), "nested-hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"pre-commit", "post-commit", "post-checkout", "post-merge", "reference-transaction", "post-index-change"} {
+		if err := os.WriteFile(filepath.Join(hooks, h), []byte("#!/bin/sh\n"+c.cmd(h)+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant := strings.Join([]string{
+		`git init -q vendor`,
+		`cd vendor`,
+		`echo '* filter=evil diff=evil' > .gitattributes`,
+		`echo data > f`,
+		`git add -A`,
+		`git commit -qm vendor`,
+		`git config core.fsmonitor '` + c.cmd("fsmonitor") + `'`,
+		`git config core.hooksPath ` + hooks,
+		`git config filter.evil.clean '` + c.cmd("clean-filter") + `; cat'`,
+		`git config filter.evil.smudge '` + c.cmd("smudge-filter") + `; cat'`,
+		`git config diff.evil.textconv '` + c.cmd("textconv") + `; cat'`,
+		`cd ..`,
+		`git add vendor`,
+		`git commit -qm 'vendor it'`,
+		`echo more >> vendor/f`,
+		`echo planted`,
+	}, " && ")
+	_, _, result := sandboxedTask(t, e, plant, "--allow-git-writes")
+	if !strings.Contains(result, "planted") {
+		t.Fatalf("the agent could not plant its repository:\n%s", result)
+	}
+	if got := e.wtGit("ls-files", "-s", "vendor"); !strings.HasPrefix(got, "160000 ") {
+		t.Fatalf("vendor is not staged as a submodule: %q", got)
+	}
+	c.assertNone(t, "planting the nested repository")
+
+	_, rec := e.wtTask("edit", "echo more >> a.txt && git commit -qam more")
+	c.assertNone(t, "creating and settling a worktree beside a hostile submodule")
+	if rec.Worktree.Disposition != "kept-work" {
+		t.Fatalf("worktree %+v, want kept-work", rec.Worktree)
+	}
+	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
+		if p, code := e.run(args...); code != 0 {
+			t.Fatalf("ink %s exited %d:\n%s", strings.Join(args, " "), code, p.stderr.String())
+		}
+		c.assertNone(t, "ink "+strings.Join(args, " "))
+	}
+	p, code := e.run("worktrees", "merge", rec.ChildID)
+	c.assertNone(t, "ink worktrees merge")
+	if code != 0 || !strings.Contains(p.stdout.String(), "merged ink/"+rec.ChildID+" into main") {
+		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\nmore\n" {
+		t.Fatalf("a.txt after the merge = %q", data)
+	}
+
+	// The trap is armed: the user's git status looks into the submodule.
+	if out, err := e.gitTry(e.dir, "status", "--short"); err != nil {
+		t.Fatalf("git status: %v\n%s", err, out)
+	}
+	if !strings.Contains(c.runs(), "fsmonitor") {
+		t.Fatalf("git status in the repository did not run the submodule's core.fsmonitor; the test proves nothing (ran: %q)", c.runs())
+	}
+}
+
 // TestWorktreeAttackObjectStore: a worktree child deletes the object store
 // its git names, then tries the user's own store, another child's ink/*
 // branch and the user's main. Only its own git directory suffers: every
