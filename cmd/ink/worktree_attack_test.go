@@ -94,8 +94,9 @@ func TestWorktreeAttackPlantedGitDir(t *testing.T) {
 
 	p, code := e.run("worktrees", "ls")
 	c.assertNone(t, "ink worktrees ls")
-	if code != 0 || !strings.Contains(p.stdout.String(), id) || !strings.Contains(p.stdout.String(), " unknown ") {
-		t.Fatalf("ink worktrees ls exited %d, want the worktree listed as unknown:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	if code != 0 || !strings.Contains(p.stdout.String(), id) || !strings.Contains(p.stdout.String(), " unknown ") ||
+		!strings.Contains(p.stdout.String(), id+" is unknown: ink runs no git in it, as its .git link was changed") {
+		t.Fatalf("ink worktrees ls exited %d, want the worktree listed as unknown with why:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	p, code = e.run("worktrees", "ls", "--status", "--json")
 	c.assertNone(t, "ink worktrees ls --status")
@@ -115,7 +116,7 @@ func TestWorktreeAttackPlantedGitDir(t *testing.T) {
 	s := e.startMCP("--model", "script:"+e.wtOutside("mcp.yaml", "rules:\n  - reply: {text: done}\n"))
 	list, res := s.call(t, "worktrees_list", nil)
 	c.assertNone(t, "the MCP tool worktrees_list")
-	if res.IsError || !strings.Contains(list, id) || !strings.Contains(list, "unknown") {
+	if res.IsError || !strings.Contains(list, id) || !strings.Contains(list, "unknown") || !strings.Contains(list, "its .git link was changed") {
 		t.Fatalf("worktrees_list:\n%s", list)
 	}
 	p, code = e.run("worktrees", "prune")
