@@ -165,30 +165,36 @@ func TestAttackNetworkIsCut(t *testing.T) {
 
 // TestAttackInheritedDescriptor: a descriptor left open by whoever started
 // ink (`exec 7>>file; ink task --sandbox read-only …`) is closed in bash,
-// which cannot write through it.
+// which cannot write through it. Under danger-full-access no sandbox step
+// runs, so there ink's own start-up alone closes it.
 func TestAttackInheritedDescriptor(t *testing.T) {
 	t.Parallel()
-	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
-	target := filepath.Join(filepath.Dir(e.dir), "target")
-	if err := os.WriteFile(target, []byte("before\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := e.wtOutside("fd.yaml", wtBashChild("echo leaked >&7; echo fd7=$?"))
-	sh := exec.Command("bash", "-c", `exec 7>>"$1"; shift; exec "$@"`, "bash", target, inkBin,
-		"task", "--json", "--sandbox", "read-only", "--model", "script:"+script, "write through fd 7")
-	sh.Dir, sh.Env = e.dir, e.vars
-	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := sh.Output()
-	t.Cleanup(func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) })
-	if err != nil {
-		t.Fatalf("ink task: %v\n%s", err, out)
-	}
-	result := strings.Join(toolResults(events(t, out), "bash"), "\n")
-	if !strings.Contains(result, "Bad file descriptor") || !strings.Contains(result, "fd7=1") {
-		t.Errorf("bash result:\n%s", result)
-	}
-	if data, _ := os.ReadFile(target); string(data) != "before\n" {
-		t.Errorf("bash wrote through the inherited descriptor: %q", data)
+	for _, mode := range []string{"read-only", "danger-full-access"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
+			target := filepath.Join(filepath.Dir(e.dir), "target")
+			if err := os.WriteFile(target, []byte("before\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script := e.wtOutside("fd.yaml", wtBashChild("echo leaked >&7; echo fd7=$?"))
+			sh := exec.Command("bash", "-c", `exec 7>>"$1"; shift; exec "$@"`, "bash", target, inkBin,
+				"task", "--json", "--sandbox", mode, "--model", "script:"+script, "write through fd 7")
+			sh.Dir, sh.Env = e.dir, e.vars
+			sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := sh.Output()
+			t.Cleanup(func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) })
+			if err != nil {
+				t.Fatalf("ink task: %v\n%s", err, out)
+			}
+			result := strings.Join(toolResults(events(t, out), "bash"), "\n")
+			if !strings.Contains(result, "Bad file descriptor") || !strings.Contains(result, "fd7=1") {
+				t.Errorf("bash result:\n%s", result)
+			}
+			if data, _ := os.ReadFile(target); string(data) != "before\n" {
+				t.Errorf("bash wrote through the inherited descriptor: %q", data)
+			}
+		})
 	}
 }
 
