@@ -53,11 +53,10 @@
 //
 // Landlock cannot make a read-only hole in a writable tree, so the git
 // state of the user's checkout (Checkout, FindCheckout; not a worktree
-// child's, which ink names) is kept from
-// bash by mounting it read-only (Checkout.Protect: the whole git
-// directory, or with git writes allowed only its config, hooks,
-// config.worktree and modules/) in a private mount namespace, before
-// Landlock. The parent starts the step in that namespace with clone flags
+// child's, which ink names) is kept from bash by mounting it read-only
+// (Checkout.Protect: the whole git directory, or with git writes allowed
+// only its config, hooks, commondir, config.worktree and modules/) in a
+// private mount namespace, before Landlock. The parent starts the step in that namespace with clone flags
 // (Namespaces: CLONE_NEWUSER and CLONE_NEWNS with an identity map, or
 // CLONE_NEWNS alone as root; ProbeNamespaces finds which this machine
 // gives); the step refuses to mount in its parent's namespace. A

@@ -201,15 +201,18 @@ func TestAttackInheritedDescriptor(t *testing.T) {
 // TestAttackMainAgentGitDir: the main agent's bash under workspace-write
 // cannot plant core.fsmonitor in the checkout or commit there, and the
 // write tool cannot write .git/config; with --allow-git-writes it commits
-// but still cannot change the config or the hooks. git run by the user
-// afterwards runs nothing planted.
+// but still cannot change the config or the hooks, nor write a commondir
+// that names a copy of the git directory with a config of its own. git run
+// by the user afterwards runs nothing planted.
 func TestAttackMainAgentGitDir(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
 	ran := filepath.Join(filepath.Dir(e.dir), "fsmonitor-ran")
 	attack := "git config core.fsmonitor 'touch " + ran + "'; echo config=$?; " +
 		"printf '#!/bin/sh\\ntouch " + ran + "\\n' > .git/hooks/post-commit; echo hook=$?; chmod +x .git/hooks/post-commit; " +
-		"echo b >> a.txt; git commit -qam planted; echo commit=$?"
+		"echo b >> a.txt; git commit -qam planted; echo commit=$?; " +
+		"rm -rf evil-git; cp -r .git evil-git && printf '[core]\\n\\tfsmonitor = touch " + ran + "\\n' >> evil-git/config && " +
+		"echo \"$PWD/evil-git\" > .git/commondir; echo commondir=$?"
 	q, _ := json.Marshal(attack)
 	script := e.wtOutside("main.yaml", fmt.Sprintf(`rules:
   - when: {turn: 1}
@@ -226,7 +229,7 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, p.stderr.String())
 	}
 	out := results(p)
-	for _, want := range []string{"config=255", "hook=1", "commit=128", "the repository's git state"} {
+	for _, want := range []string{"config=255", "hook=1", "commit=128", "commondir=1", "the repository's git state"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in the results:\n%s", want, out)
 		}
@@ -241,7 +244,7 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 		t.Fatalf("--allow-git-writes: exit %d\n%s", code, p.stderr.String())
 	}
 	out = results(p)
-	for _, want := range []string{"commit=0", "hook=1", "the repository's git state"} {
+	for _, want := range []string{"commit=0", "hook=1", "commondir=1", "the repository's git state"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--allow-git-writes: want %q in the results:\n%s", want, out)
 		}
