@@ -177,6 +177,9 @@ func hostileRepo(t *testing.T, e *env, c counter) {
 	e.write("hostile.gitconfig", cfg)
 	e.write(".gitattributes", "*.secret filter=evil merge=evil diff=evil\n")
 	e.write("x.secret", "sealed\n")
+	e.write(".gitignore", ".env\n")
+	e.write(".worktreeinclude", ".env\n")
+	e.write(".env", "TOKEN=local\n")
 	for _, h := range []string{"post-checkout", "pre-commit", "commit-msg", "pre-merge-commit", "post-merge", "post-commit", "reference-transaction", "post-index-change"} {
 		e.write(filepath.Join("hooks", h), "#!/bin/sh\n"+c.cmd(h)+"\n")
 		if err := os.Chmod(filepath.Join(hooks, h), 0o755); err != nil {
@@ -193,11 +196,12 @@ func hostileRepo(t *testing.T, e *env, c counter) {
 
 // TestWorktreeAttackRepositoryConfig: the user's repository configures
 // programs (as a repository planted by an agent or shipped by a project
-// would); ink's own git — `git worktree add`, the checkout, status, diff,
-// the settle, ls --status, diff, merge and the removal of the merged
-// worktree — never runs one. A merge that would need the repository's
-// filter or merge driver is refused, naming it. A plain `git status` in
-// the repository does run them, so the trap was armed.
+// would); ink's own git — `git worktree add`, the checkout, the
+// .worktreeinclude copy, status, diff, the settle, ls --status, diff,
+// merge, the removal of the merged worktree, rm --force and prune — never
+// runs one. A merge that would need the repository's filter or merge
+// driver is refused, naming it. A plain `git status` in the repository
+// does run them, so the trap was armed.
 func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
@@ -211,6 +215,9 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(rec.Worktree.Path, "x.secret")); err != nil || string(data) != "sealed\n" {
 		t.Fatalf("x.secret in the worktree = %q, %v", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(rec.Worktree.Path, ".env")); err != nil || string(data) != "TOKEN=local\n" {
+		t.Fatalf(".env, which .worktreeinclude names, in the worktree = %q, %v", data, err)
 	}
 	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
 		if p, code := e.run(args...); code != 0 {
@@ -240,6 +247,20 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	if e.wtGit("rev-parse", "HEAD") != head {
 		t.Fatal("a refused merge moved HEAD")
 	}
+	_, clean := e.wtTask("look", "git status --short && git log --oneline -1")
+	c.assertNone(t, "a worktree child that changes nothing")
+	if clean.Worktree.Disposition != "removed" {
+		t.Fatalf("an untouched worktree %+v, want it removed", clean.Worktree)
+	}
+	if p, code := e.run("worktrees", "rm", "--force", rec.ChildID); code != 0 {
+		t.Fatalf("ink worktrees rm --force exited %d:\n%s", code, p.stderr.String())
+	}
+	c.assertNone(t, "ink worktrees rm --force")
+	wtAssertGone(t, e, rec.Worktree.Path, rec.Worktree.Branch)
+	if p, code := e.run("worktrees", "prune", "--include-resumable"); code != 0 {
+		t.Fatalf("ink worktrees prune exited %d:\n%s", code, p.stderr.String())
+	}
+	c.assertNone(t, "ink worktrees prune")
 
 	// The trap is armed for git run the ordinary way.
 	os.WriteFile(filepath.Join(e.dir, "x.secret"), []byte("sealed\n"), 0o644)
