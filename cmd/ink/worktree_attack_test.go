@@ -52,8 +52,9 @@ func (e *env) gitTry(dir string, args ...string) (string, error) {
 // hooks in the copy's config, and points its worktree's .git link at it.
 // ink's git never follows the link: the settle after the attempt, `ink
 // worktrees ls` (with and without --status), diff, merge, the MCP
-// worktrees_list tool, prune and rm never run any of it; the worktree is
-// listed as unknown with why, and only `rm --force` removes it. The same
+// worktrees_list tool, prune, a resume of the child and rm never run any
+// of it; the worktree is listed as unknown with why, the resume is
+// refused, and only `rm --force` removes it. The same
 // planted directory does run for a plain `git status` there, so the trap
 // was armed.
 func TestWorktreeAttackPlantedGitDir(t *testing.T) {
@@ -123,6 +124,11 @@ func TestWorktreeAttackPlantedGitDir(t *testing.T) {
 	c.assertNone(t, "ink worktrees prune")
 	if code != 0 || !strings.Contains(p.stdout.String(), "ink runs no git in the worktree") {
 		t.Fatalf("ink worktrees prune exited %d, want the worktree kept with why:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	code, _, stderr := e.resumeOut("--resume", id, "--model", "script:"+filepath.Join(filepath.Dir(e.dir), "plant.yaml"), "go on")
+	c.assertNone(t, "a resume of the child")
+	if code != 3 || !strings.Contains(stderr, "worktree-untrusted: ink runs no git in the worktree") {
+		t.Fatalf("a resume into the planted worktree exited %d, want a worktree-untrusted refusal:\n%s", code, stderr)
 	}
 	p, code = e.run("worktrees", "rm", id)
 	c.assertNone(t, "ink worktrees rm")
