@@ -132,8 +132,9 @@ func TestAttackPlantedProfileCannotWidenSandbox(t *testing.T) {
 
 // TestAttackNetworkIsCut: bash under workspace-write cannot reach an HTTP
 // server of the test on loopback (curl where installed, and bash's
-// /dev/tcp), and reaches it under --network; the launch record keeps the
-// choice, and a resume without it is refused as drift.
+// /dev/tcp), and reaches it under --network, unless its profile says
+// network: false; the launch record keeps the choice, and a resume
+// without it is refused as drift.
 func TestAttackNetworkIsCut(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }))
@@ -153,6 +154,19 @@ func TestAttackNetworkIsCut(t *testing.T) {
 		t.Fatalf("under --network bash did not reach the server (task.start %v):\n%s", start, result)
 	}
 	id, _ := start["childId"].(string)
+
+	// A profile's network: false narrows --network for its agent.
+	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "offline.md"), []byte("---\nname: offline\ndescription: works offline\nnetwork: false\n---\nRun it.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, offline, result := sandboxedTask(t, e, cmd, "--network", "--agent", "offline")
+	if strings.Contains(result, "reached") || !strings.Contains(result, "Operation not permitted") || offline["network"] == true {
+		t.Fatalf("a profile's network: false under --network: bash reached the server (task.start %v):\n%s", offline, result)
+	}
+
 	script := filepath.Join(filepath.Dir(e.dir), "bash.yaml") // the child's own script
 	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "again")
 	if code != 3 || !strings.Contains(stderr, "sandbox-drift: launched with the network for bash, would now run without it; resume it with --network") {
