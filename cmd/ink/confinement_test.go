@@ -277,3 +277,45 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 		t.Fatalf("core.fsmonitor landed:\n%s", cfg)
 	}
 }
+
+// TestAttackLinkedWorktreeGitDir: in a linked worktree of the user's (git
+// worktree add), the main agent with --allow-git-writes commits on the
+// worktree's branch, but cannot point the worktree's commondir or its .git
+// file at a git directory of its own, nor change the config: git run by
+// the user there afterwards runs nothing planted.
+func TestAttackLinkedWorktreeGitDir(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
+	ran := filepath.Join(filepath.Dir(e.dir), "fsmonitor-ran")
+	linked := filepath.Join(filepath.Dir(e.dir), "linked")
+	e.wtGit("worktree", "add", "-q", "-b", "feature", linked)
+	attack := "git commit -q --allow-empty -m linked; echo commit=$?; " +
+		"rm -rf evil-git; cp -r \"$(git rev-parse --git-common-dir)\" evil-git && " +
+		"printf '[core]\\n\\tfsmonitor = touch " + ran + "\\n' >> evil-git/config; " +
+		"echo \"$PWD/evil-git\" > \"$(git rev-parse --git-dir)/commondir\"; echo commondir=$?; " +
+		"printf 'gitdir: %s\\n' \"$PWD/evil-git\" > .git; echo link=$?; " +
+		"git config core.fsmonitor 'touch " + ran + "'; echo config=$?"
+	q, _ := json.Marshal(attack)
+	script := e.wtOutside("linked.yaml", fmt.Sprintf("rules:\n  - when: {turn: 1}\n    reply: {calls: [{tool: bash, args: {command: %s}}]}\n  - reply: {text: done}\n", q))
+	e.dir = linked
+	p, code := e.run("run", "--json", "--allow-git-writes", "--model", "script:"+script, "plant it")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	out := strings.Join(toolResults(events(t, p.stdout.Bytes()), "bash"), "\n")
+	for _, want := range []string{"commit=0", "commondir=1", "link=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in the bash result:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "config=0") {
+		t.Errorf("bash changed the repository's config:\n%s", out)
+	}
+	if msg := e.wtGit("log", "-1", "--format=%s", "feature"); msg != "linked" {
+		t.Errorf("the commit in the linked worktree did not land: feature is at %q", msg)
+	}
+	e.wtGit("status")
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("git in the linked worktree ran a planted fsmonitor")
+	}
+}
