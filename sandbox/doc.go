@@ -111,7 +111,10 @@
 //   - What is writable is writable in full: in the root a command may
 //     create a new repository (a .git directory), whose config the user's
 //     git obeys when run there; with git writes allowed, the checkout's
-//     history (refs, objects, reflogs, the index); without a mount
+//     history (refs, objects, reflogs, the index), and so a repository
+//     staged as a submodule (whose config the user's git obeys when git
+//     status looks into it) or a rebase whose todo list runs a command
+//     when the user continues it; without a mount
 //     namespace (ProbeNamespaces failed, and the caller let the mode run)
 //     its whole git directory. In the cache directory, build caches other
 //     projects use; /dev/shm is shared with every process. A worktree
