@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/inkdev/ink/agents"
 	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/sandbox"
@@ -133,6 +134,65 @@ func TestSandboxForWithoutNamespaces(t *testing.T) {
 		o, warnings = sandboxOrchestrator(t, Config{Sandbox: sandbox.WorkspaceWrite}, sandbox.NoNamespaces, errors.New("probe: no such file"))
 		if _, err := o.sandboxFor("main", "", tools, nil, o.cfg.Cwd); err != nil || len(warnings()) != 0 {
 			t.Fatalf("unstartable binary: %v, warnings %q", err, warnings())
+		}
+	})
+}
+
+// TestSandboxForWithoutSeccomp: where the kernel cannot cut bash off the
+// network, a cut nobody asked for by name is dropped with one warning per
+// run, whatever the number of agents; a cut asked for by name (--sandbox,
+// --network=false, a profile's sandbox: or network: false) is refused,
+// saying why and what to pass; --network needs no cut and gets no warning.
+func TestSandboxForWithoutSeccomp(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		missing := &sandbox.NetworkUnavailableError{Kernel: "4.0.0"}
+		edit := []string{"read", "edit", "bash"}
+		o, warnings := sandboxOrchestrator(t, Config{}, sandbox.MountNamespace, nil)
+		o.network = missing
+		for i := 0; i < 3; i++ {
+			box, err := o.sandboxFor("main", "", edit, nil, o.cfg.Cwd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spec ipc.AttemptSpec
+			box.apply(&spec)
+			if !spec.Network {
+				t.Fatalf("a cut the kernel cannot make is still asked of the worker: %+v", spec)
+			}
+		}
+		if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "takes no seccomp filter") {
+			t.Errorf("warnings = %q, want one saying the network cannot be cut", w)
+		}
+
+		for _, tc := range []struct {
+			name string
+			cfg  Config
+			prof *agents.Profile
+		}{
+			{name: "--sandbox workspace-write", cfg: Config{Sandbox: sandbox.WorkspaceWrite}},
+			{name: "--network=false", cfg: Config{NetworkExplicit: true}},
+			{name: "a profile's sandbox:", prof: ptr(parse(t, "sandbox: read-only"))},
+			{name: "a profile's network: false", prof: ptr(parse(t, "network: false"))},
+		} {
+			o, warnings := sandboxOrchestrator(t, tc.cfg, sandbox.MountNamespace, nil)
+			o.network = missing
+			_, err := o.sandboxFor("main", "", edit, tc.prof, o.cfg.Cwd)
+			if err == nil || !strings.Contains(err.Error(), "cannot run bash without the network") || !strings.Contains(err.Error(), "--network") {
+				t.Errorf("%s on a kernel without seccomp: %v, want a refusal naming --network", tc.name, err)
+			}
+			if refusal := (*SandboxRefusal)(nil); err != nil && !errors.As(err, &refusal) {
+				t.Errorf("%s: the refusal is a %T, not a *SandboxRefusal", tc.name, err)
+			}
+			if w := warnings(); len(w) != 0 {
+				t.Errorf("%s: warnings %q beside the refusal", tc.name, w)
+			}
+		}
+
+		o, warnings = sandboxOrchestrator(t, Config{Network: true, NetworkExplicit: true}, sandbox.MountNamespace, nil)
+		o.network = missing
+		if _, err := o.sandboxFor("main", "", edit, nil, o.cfg.Cwd); err != nil || len(warnings()) != 0 {
+			t.Errorf("--network on a kernel without seccomp: %v, warnings %q", err, warnings())
 		}
 	})
 }

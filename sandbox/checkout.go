@@ -111,10 +111,15 @@ type Protection struct {
 // otherwise be pointed at a git directory a command made). With
 // allowWrites (--allow-git-writes) the git directories become writable —
 // objects, refs, the index, HEAD, so git commit works — except what makes
-// git run programs: the common directory's config and hooks, a linked
-// worktree's config.worktree, and the git directories of submodules
-// (modules/), which hold their own config and hooks. A missing hooks
-// directory is created (empty), since a mount needs something to cover.
+// git run programs or read configuration: the common directory's config
+// and hooks, each git directory's config.worktree and commondir (which
+// names the directory git takes config, hooks and refs from: one written
+// by bash would name a git directory of its own), and the git directories
+// of submodules (modules/), which hold their own config and hooks. A mount
+// needs something to cover, so what is missing is created: an empty hooks
+// directory, an empty config.worktree (git reads it only when the config
+// enables it) and a commondir that names its own directory, which is what
+// git does without one.
 func (c Checkout) Protect(allowWrites bool) (Protection, error) {
 	var p Protection
 	add := func(list *[]string, path string) {
@@ -142,15 +147,39 @@ func (c Checkout) Protect(allowWrites bool) (Protection, error) {
 	if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return Protection{}, fmt.Errorf("create %s to keep it read-only: %w", hooks, err)
 	}
-	for _, path := range []string{
-		filepath.Join(c.CommonDir, "config"), hooks,
-		filepath.Join(c.GitDir, "config.worktree"), filepath.Join(c.CommonDir, "modules"),
-	} {
+	covered := []string{filepath.Join(c.CommonDir, "config"), hooks}
+	for _, d := range c.GitDirs() {
+		for _, f := range [][2]string{{"commondir", ".\n"}, {"config.worktree", ""}} {
+			path := filepath.Join(d, f[0])
+			if err := createMissing(path, f[1]); err != nil {
+				return Protection{}, fmt.Errorf("create %s to keep it read-only: %w", path, err)
+			}
+			covered = append(covered, path)
+		}
+	}
+	for _, path := range append(covered, filepath.Join(c.CommonDir, "modules")) {
 		if _, err := os.Lstat(path); err == nil {
 			add(&p.ReadOnly, path)
 		}
 	}
 	return p, nil
+}
+
+// createMissing creates the file path holding content unless something
+// is there already.
+func createMissing(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // readPointer reads a small regular file holding prefix and a path; a

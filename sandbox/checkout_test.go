@@ -106,15 +106,37 @@ func TestFindCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	linked := filepath.Join(moved, "worktrees", "wt")
 	want = sandbox.Protection{
-		ReadOnly: []string{filepath.Join(wt, ".git"), filepath.Join(moved, "config"), filepath.Join(moved, "hooks")},
-		Writable: []string{filepath.Join(moved, "worktrees", "wt"), moved},
+		ReadOnly: []string{filepath.Join(wt, ".git"), filepath.Join(moved, "config"), filepath.Join(moved, "hooks"),
+			filepath.Join(linked, "commondir"), filepath.Join(linked, "config.worktree"),
+			filepath.Join(moved, "commondir"), filepath.Join(moved, "config.worktree")},
+		Writable: []string{linked, moved},
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("Protect(true) = %+v, want %+v", p, want)
 	}
 	if fi, err := os.Stat(filepath.Join(moved, "hooks")); err != nil || !fi.IsDir() {
 		t.Errorf("Protect(true) did not create the missing hooks directory: %v", err)
+	}
+	// What it created to mount over means what its absence meant: the
+	// linked worktree's commondir is kept, the main one names itself.
+	for path, content := range map[string]string{
+		filepath.Join(linked, "commondir"): "../..\n", filepath.Join(moved, "commondir"): ".\n",
+		filepath.Join(linked, "config.worktree"): "", filepath.Join(moved, "config.worktree"): "",
+	} {
+		if data, err := os.ReadFile(path); err != nil || string(data) != content {
+			t.Errorf("%s holds %q (%v), want %q", path, data, err, content)
+		}
+	}
+	if got, ok := sandbox.FindCheckout(wt); !ok || got != wtCheckout {
+		t.Errorf("after Protect(true) FindCheckout(%s) = %+v, %v; want %+v", wt, got, ok, wtCheckout)
+	}
+	if got := gitIn(t, wt, "rev-parse", "--path-format=absolute", "--git-common-dir"); got != moved {
+		t.Errorf("after Protect(true) git finds the common directory %s, want %s", got, moved)
+	}
+	if got := gitIn(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir"); got != moved+"\n"+moved {
+		t.Errorf("after Protect(true) git finds in the main checkout %q, want %s twice", got, moved)
 	}
 }
 
@@ -182,10 +204,16 @@ func TestSandboxKeepsGitReadOnly(t *testing.T) {
 				t.Errorf("the commit landed: %s commits", n)
 			}
 
+			// With git writes allowed a command may still not name another
+			// git directory, with a config of its making, in commondir, nor
+			// write config.worktree.
 			r = runIn(t, policy(true), root, git+`commit -qam change; echo commit=$?; `+
 				git+`config core.fsmonitor 'touch `+base+`/fsmonitor-ran'; echo config=$?; `+
-				`echo evil > .git/hooks/pre-commit; echo hook=$?; rm .git/config; echo rm=$?`)
-			for _, want := range []string{"commit=0", "could not write config file", "hook=1", "rm=1"} {
+				`echo evil > .git/hooks/pre-commit; echo hook=$?; rm .git/config; echo rm=$?; `+
+				`cp -r .git evil && printf '[core]\n\tfsmonitor = touch `+base+`/fsmonitor-ran\n' >> evil/config && echo "$PWD/evil" > .git/commondir; echo commondir=$?; `+
+				`rm -f .git/commondir; echo rm-commondir=$?; `+
+				`printf '[core]\n\tfsmonitor = touch `+base+`/fsmonitor-ran\n' > .git/config.worktree; echo config-worktree=$?`)
+			for _, want := range []string{"commit=0", "could not write config file", "hook=1", "rm=1", "commondir=1", "rm-commondir=1", "config-worktree=1"} {
 				if !strings.Contains(r.out, want) {
 					t.Errorf("git writes allowed: want %q in\n%s", want, r.out)
 				}

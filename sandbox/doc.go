@@ -53,11 +53,10 @@
 //
 // Landlock cannot make a read-only hole in a writable tree, so the git
 // state of the user's checkout (Checkout, FindCheckout; not a worktree
-// child's, which ink names) is kept from
-// bash by mounting it read-only (Checkout.Protect: the whole git
-// directory, or with git writes allowed only its config, hooks,
-// config.worktree and modules/) in a private mount namespace, before
-// Landlock. The parent starts the step in that namespace with clone flags
+// child's, which ink names) is kept from bash by mounting it read-only
+// (Checkout.Protect: the whole git directory, or with git writes allowed
+// only its config, hooks, commondir, config.worktree and modules/) in a
+// private mount namespace, before Landlock. The parent starts the step in that namespace with clone flags
 // (Namespaces: CLONE_NEWUSER and CLONE_NEWNS with an identity map, or
 // CLONE_NEWNS alone as root; ProbeNamespaces finds which this machine
 // gives); the step refuses to mount in its parent's namespace. A
@@ -112,7 +111,10 @@
 //   - What is writable is writable in full: in the root a command may
 //     create a new repository (a .git directory), whose config the user's
 //     git obeys when run there; with git writes allowed, the checkout's
-//     history (refs, objects, reflogs, the index); without a mount
+//     history (refs, objects, reflogs, the index), and so a repository
+//     staged as a submodule (whose config the user's git obeys when git
+//     status looks into it) or a rebase whose todo list runs a command
+//     when the user continues it; without a mount
 //     namespace (ProbeNamespaces failed, and the caller let the mode run)
 //     its whole git directory. In the cache directory, build caches other
 //     projects use; /dev/shm is shared with every process. A worktree

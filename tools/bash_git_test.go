@@ -32,7 +32,8 @@ func gitCheckout(t *testing.T) func(*Env) {
 // In the user's checkout under workspace-write neither bash nor the file
 // tools change the git directory: git config and commit fail, edit and
 // write refuse .git/config and a hook. With git writes allowed bash
-// commits, and config and hooks stay out of reach.
+// commits, and config, hooks, commondir and config.worktree stay out of
+// reach.
 func TestBashKeepsCheckoutGitReadOnly(t *testing.T) {
 	k, _, _ := sandboxKit(t, sandbox.WorkspaceWrite, gitCheckout(t))
 	git := "git -c user.name=t -c user.email=t@t "
@@ -58,6 +59,14 @@ func TestBashKeepsCheckoutGitReadOnly(t *testing.T) {
 		t.Errorf("bash with git writes allowed:\n%s", r.Content)
 	}
 	wantError(t, k.run(t, "write", map[string]any{"path": ".git/config", "content": "x"}), "the repository's git state")
+	// commondir would name another git directory, with a config of its own.
+	for _, p := range []string{".git/commondir", ".git/config.worktree"} {
+		wantError(t, k.run(t, "write", map[string]any{"path": p, "content": "/tmp/elsewhere\n"}), "the repository's git state")
+	}
+	r = k.run(t, "bash", map[string]any{"command": "echo /tmp/elsewhere > .git/commondir; echo commondir=$?"})
+	if !strings.Contains(r.Content, "commondir=1") {
+		t.Errorf("bash with git writes allowed rewrote .git/commondir:\n%s", r.Content)
+	}
 	if d := k.tools["bash"].Spec().Description; !strings.Contains(d, "config and hooks are read-only") {
 		t.Errorf("bash does not tell the model what it may write of git:\n%s", d)
 	}

@@ -73,7 +73,12 @@ var keptGitEnv = map[string]bool{
 // command-line configuration (GIT_CONFIG_COUNT/KEY/VALUE, which, unlike
 // -c, carry any key verbatim and reach every git process the call starts).
 // Replace objects are ignored, so that ink sees the history as it is
-// stored.
+// stored. No transport is allowed whatever any configuration says
+// (GIT_ALLOW_PROTOCOL empty: the pinned protocol.allow is only a default,
+// which a repository's protocol.ext.allow beats, and an ext:: URL runs a
+// shell command), and a partial clone never fetches a missing object from
+// its promisor remote (GIT_NO_LAZY_FETCH), which git would otherwise do
+// in the middle of a checkout or a diff.
 func hardenedEnv(pins [][2]string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -86,6 +91,7 @@ func hardenedEnv(pins [][2]string) []string {
 		}
 	}
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1", "GIT_PAGER=cat",
+		"GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1",
 		"GIT_CONFIG_COUNT="+strconv.Itoa(len(pins)))
 	for i, p := range pins {
 		n := strconv.Itoa(i)

@@ -88,6 +88,41 @@ func TestHardenedEnvIgnoresInheritedConfig(t *testing.T) {
 	}
 }
 
+// TestNoTransportWhateverTheConfig: a partial clone whose own config
+// names its promisor remote with an ext:: URL (which runs a shell command)
+// and allows that protocol: ink's git reading a missing object, or asked
+// for the remote outright, never runs the command. git run the ordinary
+// way does, so the trap was armed.
+func TestNoTransportWhateverTheConfig(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := newRepo(t)
+	git(t, src, "config", "uploadpack.allowFilter", "true")
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, src, "clone", "-q", "--filter=blob:none", "--no-checkout", "file://"+src, clone)
+	ran := filepath.Join(t.TempDir(), "ran")
+	url := "ext::sh -c echo% transport% >>% " + ran + ";% false"
+	git(t, clone, "config", "remote.origin.url", url)
+	git(t, clone, "config", "protocol.ext.allow", "always")
+	blob := git(t, clone, "rev-parse", "HEAD:README.md")
+
+	if _, err := read(ctx, clone, "cat-file", "-p", blob); err == nil {
+		t.Error("ink's git read a blob the partial clone lacks")
+	}
+	if _, err := read(ctx, clone, "ls-remote", url); err == nil {
+		t.Error("ink's git ran ls-remote over ext::")
+	}
+	if data, err := os.ReadFile(ran); err == nil {
+		t.Fatalf("ink's git ran the ext:: command:\n%s", data)
+	}
+	if out, err := gitTry(clone, "cat-file", "-p", blob); err == nil {
+		t.Fatalf("git cat-file of the missing blob worked; the clone is not partial:\n%s", out)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("git run the ordinary way did not run the ext:: command either; the test proves nothing (%v)", err)
+	}
+}
+
 // TestAssessNeverEntersSubmodules: a child that checks a repository out
 // at a submodule path (with a configuration of its own that names
 // programs) gets an Unknown worktree, and neither Assess nor Diff runs git

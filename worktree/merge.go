@@ -128,7 +128,11 @@ func Merge(ctx context.Context, info Info, opts MergeOptions) (MergeResult, erro
 		return res, &MergeRefusedError{Why: fmt.Sprintf("the main checkout %s is not on a branch (detached HEAD); check out the branch to merge into first", root)}
 	}
 	res.Into = strings.TrimSpace(into)
-	dirty, err := read(ctx, root, "status", "--porcelain", "--untracked-files=no")
+	// A submodule is never looked into: its configuration is its own
+	// (a nested repository bash staged under --allow-git-writes names any
+	// filter it likes), and git status would run it to judge the
+	// submodule's files. A submodule moved to another commit still shows.
+	dirty, err := read(ctx, root, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=dirty")
 	if err != nil {
 		return res, fmt.Errorf("merge %s: %w", id, err)
 	}

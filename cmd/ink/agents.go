@@ -461,6 +461,8 @@ func showProfile(w io.Writer, p agents.Profile, aliases *agents.ModelAliases, ne
 	}
 	if p.Sandbox != "" {
 		fmt.Fprintf(w, "sandbox:     %s\n", p.Sandbox)
+	} else {
+		fmt.Fprintf(w, "sandbox:     (the run's)\n")
 	}
 	if p.Writable != nil {
 		fmt.Fprintf(w, "writable:    %s\n", strings.Join(p.Writable, ", "))

@@ -132,8 +132,9 @@ func TestAttackPlantedProfileCannotWidenSandbox(t *testing.T) {
 
 // TestAttackNetworkIsCut: bash under workspace-write cannot reach an HTTP
 // server of the test on loopback (curl where installed, and bash's
-// /dev/tcp), and reaches it under --network; the launch record keeps the
-// choice, and a resume without it is refused as drift.
+// /dev/tcp), and reaches it under --network, unless its profile says
+// network: false; the launch record keeps the choice, and a resume
+// without it is refused as drift.
 func TestAttackNetworkIsCut(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }))
@@ -153,6 +154,19 @@ func TestAttackNetworkIsCut(t *testing.T) {
 		t.Fatalf("under --network bash did not reach the server (task.start %v):\n%s", start, result)
 	}
 	id, _ := start["childId"].(string)
+
+	// A profile's network: false narrows --network for its agent.
+	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "offline.md"), []byte("---\nname: offline\ndescription: works offline\nnetwork: false\n---\nRun it.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, offline, result := sandboxedTask(t, e, cmd, "--network", "--agent", "offline")
+	if strings.Contains(result, "reached") || !strings.Contains(result, "Operation not permitted") || offline["network"] == true {
+		t.Fatalf("a profile's network: false under --network: bash reached the server (task.start %v):\n%s", offline, result)
+	}
+
 	script := filepath.Join(filepath.Dir(e.dir), "bash.yaml") // the child's own script
 	code, _, stderr := e.resumeOut("--model", "script:"+script, "--resume", id, "again")
 	if code != 3 || !strings.Contains(stderr, "sandbox-drift: launched with the network for bash, would now run without it; resume it with --network") {
@@ -165,45 +179,54 @@ func TestAttackNetworkIsCut(t *testing.T) {
 
 // TestAttackInheritedDescriptor: a descriptor left open by whoever started
 // ink (`exec 7>>file; ink task --sandbox read-only …`) is closed in bash,
-// which cannot write through it.
+// which cannot write through it. Under danger-full-access no sandbox step
+// runs, so there ink's own start-up alone closes it.
 func TestAttackInheritedDescriptor(t *testing.T) {
 	t.Parallel()
-	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
-	target := filepath.Join(filepath.Dir(e.dir), "target")
-	if err := os.WriteFile(target, []byte("before\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := e.wtOutside("fd.yaml", wtBashChild("echo leaked >&7; echo fd7=$?"))
-	sh := exec.Command("bash", "-c", `exec 7>>"$1"; shift; exec "$@"`, "bash", target, inkBin,
-		"task", "--json", "--sandbox", "read-only", "--model", "script:"+script, "write through fd 7")
-	sh.Dir, sh.Env = e.dir, e.vars
-	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := sh.Output()
-	t.Cleanup(func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) })
-	if err != nil {
-		t.Fatalf("ink task: %v\n%s", err, out)
-	}
-	result := strings.Join(toolResults(events(t, out), "bash"), "\n")
-	if !strings.Contains(result, "Bad file descriptor") || !strings.Contains(result, "fd7=1") {
-		t.Errorf("bash result:\n%s", result)
-	}
-	if data, _ := os.ReadFile(target); string(data) != "before\n" {
-		t.Errorf("bash wrote through the inherited descriptor: %q", data)
+	for _, mode := range []string{"read-only", "danger-full-access"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
+			target := filepath.Join(filepath.Dir(e.dir), "target")
+			if err := os.WriteFile(target, []byte("before\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script := e.wtOutside("fd.yaml", wtBashChild("echo leaked >&7; echo fd7=$?"))
+			sh := exec.Command("bash", "-c", `exec 7>>"$1"; shift; exec "$@"`, "bash", target, inkBin,
+				"task", "--json", "--sandbox", mode, "--model", "script:"+script, "write through fd 7")
+			sh.Dir, sh.Env = e.dir, e.vars
+			sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := sh.Output()
+			t.Cleanup(func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) })
+			if err != nil {
+				t.Fatalf("ink task: %v\n%s", err, out)
+			}
+			result := strings.Join(toolResults(events(t, out), "bash"), "\n")
+			if !strings.Contains(result, "Bad file descriptor") || !strings.Contains(result, "fd7=1") {
+				t.Errorf("bash result:\n%s", result)
+			}
+			if data, _ := os.ReadFile(target); string(data) != "before\n" {
+				t.Errorf("bash wrote through the inherited descriptor: %q", data)
+			}
+		})
 	}
 }
 
 // TestAttackMainAgentGitDir: the main agent's bash under workspace-write
 // cannot plant core.fsmonitor in the checkout or commit there, and the
 // write tool cannot write .git/config; with --allow-git-writes it commits
-// but still cannot change the config or the hooks. git run by the user
-// afterwards runs nothing planted.
+// but still cannot change the config or the hooks, nor write a commondir
+// that names a copy of the git directory with a config of its own. git run
+// by the user afterwards runs nothing planted.
 func TestAttackMainAgentGitDir(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
 	ran := filepath.Join(filepath.Dir(e.dir), "fsmonitor-ran")
 	attack := "git config core.fsmonitor 'touch " + ran + "'; echo config=$?; " +
 		"printf '#!/bin/sh\\ntouch " + ran + "\\n' > .git/hooks/post-commit; echo hook=$?; chmod +x .git/hooks/post-commit; " +
-		"echo b >> a.txt; git commit -qam planted; echo commit=$?"
+		"echo b >> a.txt; git commit -qam planted; echo commit=$?; " +
+		"rm -rf evil-git; cp -r .git evil-git && printf '[core]\\n\\tfsmonitor = touch " + ran + "\\n' >> evil-git/config && " +
+		"echo \"$PWD/evil-git\" > .git/commondir; echo commondir=$?"
 	q, _ := json.Marshal(attack)
 	script := e.wtOutside("main.yaml", fmt.Sprintf(`rules:
   - when: {turn: 1}
@@ -220,7 +243,7 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, p.stderr.String())
 	}
 	out := results(p)
-	for _, want := range []string{"config=255", "hook=1", "commit=128", "the repository's git state"} {
+	for _, want := range []string{"config=255", "hook=1", "commit=128", "commondir=1", "the repository's git state"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in the results:\n%s", want, out)
 		}
@@ -235,7 +258,7 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 		t.Fatalf("--allow-git-writes: exit %d\n%s", code, p.stderr.String())
 	}
 	out = results(p)
-	for _, want := range []string{"commit=0", "hook=1", "the repository's git state"} {
+	for _, want := range []string{"commit=0", "hook=1", "commondir=1", "the repository's git state"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--allow-git-writes: want %q in the results:\n%s", want, out)
 		}
@@ -252,5 +275,47 @@ func TestAttackMainAgentGitDir(t *testing.T) {
 	}
 	if cfg, _ := os.ReadFile(filepath.Join(e.dir, ".git", "config")); strings.Contains(string(cfg), "fsmonitor") {
 		t.Fatalf("core.fsmonitor landed:\n%s", cfg)
+	}
+}
+
+// TestAttackLinkedWorktreeGitDir: in a linked worktree of the user's (git
+// worktree add), the main agent with --allow-git-writes commits on the
+// worktree's branch, but cannot point the worktree's commondir or its .git
+// file at a git directory of its own, nor change the config: git run by
+// the user there afterwards runs nothing planted.
+func TestAttackLinkedWorktreeGitDir(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "a\n"})
+	ran := filepath.Join(filepath.Dir(e.dir), "fsmonitor-ran")
+	linked := filepath.Join(filepath.Dir(e.dir), "linked")
+	e.wtGit("worktree", "add", "-q", "-b", "feature", linked)
+	attack := "git commit -q --allow-empty -m linked; echo commit=$?; " +
+		"rm -rf evil-git; cp -r \"$(git rev-parse --git-common-dir)\" evil-git && " +
+		"printf '[core]\\n\\tfsmonitor = touch " + ran + "\\n' >> evil-git/config; " +
+		"echo \"$PWD/evil-git\" > \"$(git rev-parse --git-dir)/commondir\"; echo commondir=$?; " +
+		"printf 'gitdir: %s\\n' \"$PWD/evil-git\" > .git; echo link=$?; " +
+		"git config core.fsmonitor 'touch " + ran + "'; echo config=$?"
+	q, _ := json.Marshal(attack)
+	script := e.wtOutside("linked.yaml", fmt.Sprintf("rules:\n  - when: {turn: 1}\n    reply: {calls: [{tool: bash, args: {command: %s}}]}\n  - reply: {text: done}\n", q))
+	e.dir = linked
+	p, code := e.run("run", "--json", "--allow-git-writes", "--model", "script:"+script, "plant it")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	}
+	out := strings.Join(toolResults(events(t, p.stdout.Bytes()), "bash"), "\n")
+	for _, want := range []string{"commit=0", "commondir=1", "link=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in the bash result:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "config=0") {
+		t.Errorf("bash changed the repository's config:\n%s", out)
+	}
+	if msg := e.wtGit("log", "-1", "--format=%s", "feature"); msg != "linked" {
+		t.Errorf("the commit in the linked worktree did not land: feature is at %q", msg)
+	}
+	e.wtGit("status")
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("git in the linked worktree ran a planted fsmonitor")
 	}
 }

@@ -73,6 +73,26 @@ func TestDemoKeep(t *testing.T) {
 	if dirs, _ := filepath.Glob(filepath.Join(tmp, "ink-demo-*")); len(dirs) != 1 {
 		t.Fatalf("kept directories %v", dirs)
 	}
+
+	// The worktree child committed its fix under the default sandbox (in
+	// its own git directory), and ink worktrees merge brings it into the
+	// demo's repository, which git fsck finds whole.
+	repo := regexp.MustCompile(`(?m)^  INK_HOME=\S+ ink sessions ls --cwd (\S+)$`).FindStringSubmatch(p.stdout.String())
+	wt := regexp.MustCompile(`(?m)^  INK_HOME=\S+ ink worktrees diff ([a-z0-9]+)$`).FindStringSubmatch(p.stdout.String())
+	if repo == nil || wt == nil {
+		t.Fatalf("no sessions ls or worktrees diff line:\n%s", p.stdout.String())
+	}
+	e.dir = repo[1]
+	q, code = e.run("worktrees", "merge", wt[1])
+	if code != 0 || !strings.Contains(q.stdout.String(), "merged ink/"+wt[1]+" into main") {
+		t.Fatalf("ink worktrees merge of the demo's fix: exit %d\n%s%s", code, q.stdout.String(), q.stderr.String())
+	}
+	if log := e.wtGit("log", "--format=%s", "--first-parent", "HEAD^2"); !strings.HasPrefix(log, "calc: Add adds\n") {
+		t.Errorf("the merged branch holds %q, want the child's commit on top", log)
+	}
+	if out, err := e.gitTry(e.dir, "fsck", "--strict", "--no-progress"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("git fsck of the demo's repository after the merge: %v\n%s", err, out)
+	}
 }
 
 // TestDemoInterrupted: Ctrl-C during the demo stops its agents, removes its

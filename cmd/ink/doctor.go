@@ -232,7 +232,7 @@ func printDoctor(w io.Writer, rep doctorReport) {
 	if sb.ABI > 0 {
 		abi = fmt.Sprintf("Landlock ABI %d", sb.ABI)
 	}
-	fmt.Fprintf(w, "bash sandbox (Linux %s, %s; ✓ enforced here):\n", sb.Kernel, abi)
+	fmt.Fprintf(w, "bash sandbox (Linux %s, %s; ✓ marks what is enforced here, ✗ what is not):\n", sb.Kernel, abi)
 	for _, c := range sb.List {
 		mark := "✗"
 		if c.Enforced {

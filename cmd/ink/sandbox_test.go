@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/inkdev/ink/sandbox"
 )
@@ -72,5 +76,74 @@ func TestSandboxExecCommand(t *testing.T) {
 	out, code = run("-mode", "read-only", "-write", tmp, "--", "bash", "-c", `sh -c "echo ok > `+tmp+`/allowed" && cat `+tmp+`/allowed`)
 	if code != 0 || out != "ok\n" {
 		t.Fatalf("a write inside: exit %d, output %q", code, out)
+	}
+}
+
+// TestDoctorSaysWhatTheSandboxEnforces: ink doctor names the Landlock ABI
+// the kernel reports (asked here with the raw system call) and marks each
+// protection enforced exactly when that ABI (or this machine) provides it,
+// in its text and in --json.
+func TestDoctorSaysWhatTheSandboxEnforces(t *testing.T) {
+	t.Parallel()
+	raw, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1) // LANDLOCK_CREATE_RULESET_VERSION
+	kernelABI := int(raw)
+	if errno != 0 {
+		kernelABI = 0
+	}
+	e := newEnv(t)
+	p, _ := e.run("doctor", "--json")
+	var rep struct {
+		Sandbox struct {
+			ABI  int `json:"landlockABI"`
+			List []struct {
+				What     string `json:"what"`
+				Enforced bool   `json:"enforced"`
+				Why      string `json:"why"`
+			} `json:"capabilities"`
+		} `json:"sandbox"`
+	}
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("ink doctor --json: %v\n%s\n%s", err, p.stdout.String(), p.stderr.String())
+	}
+	abi := rep.Sandbox.ABI
+	// A kernel of ABI 6 or newer without the signal-scoping fix counts as 5.
+	if abi != kernelABI && !(kernelABI >= 6 && abi == 5) {
+		t.Fatalf("ink doctor --json says Landlock ABI %d, the kernel says %d", abi, kernelABI)
+	}
+	_, nsErr := sandbox.ProbeNamespaces(inkBin)
+	want := map[string]bool{
+		"writes outside the workspace denied":           abi >= 3,
+		"network cut: TCP connect and bind denied":      abi >= 4,
+		"ioctl on devices denied":                       abi >= 5,
+		"signals to processes outside denied":           abi >= 6,
+		"git directory read-only under workspace-write": nsErr == nil,
+	}
+	q, _ := e.run("doctor")
+	text := q.stdout.String()
+	header := "no Landlock"
+	if abi > 0 {
+		header = fmt.Sprintf("Landlock ABI %d", abi)
+	}
+	if !strings.Contains(text, "bash sandbox (Linux ") || !strings.Contains(text, ", "+header+";") {
+		t.Errorf("ink doctor does not name the Landlock ABI (%s):\n%s", header, text)
+	}
+	seen := 0
+	for _, c := range rep.Sandbox.List {
+		mark := "✗"
+		if c.Enforced {
+			mark = "✓"
+		}
+		if !strings.Contains(text, fmt.Sprintf("  %s %s: %s\n", mark, c.What, c.Why)) {
+			t.Errorf("ink doctor does not show %s %q as --json does:\n%s", mark, c.What, text)
+		}
+		if w, ok := want[c.What]; ok {
+			seen++
+			if c.Enforced != w {
+				t.Errorf("%q enforced = %v (%s), want %v with Landlock ABI %d", c.What, c.Enforced, c.Why, w, abi)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("ink doctor lists %d of the %d protections checked here:\n%s", seen, len(want), text)
 	}
 }

@@ -52,8 +52,9 @@ func (e *env) gitTry(dir string, args ...string) (string, error) {
 // hooks in the copy's config, and points its worktree's .git link at it.
 // ink's git never follows the link: the settle after the attempt, `ink
 // worktrees ls` (with and without --status), diff, merge, the MCP
-// worktrees_list tool, prune and rm never run any of it; the worktree is
-// listed as unknown with why, and only `rm --force` removes it. The same
+// worktrees_list tool, prune, a resume of the child and rm never run any
+// of it; the worktree is listed as unknown with why, the resume is
+// refused, and only `rm --force` removes it. The same
 // planted directory does run for a plain `git status` there, so the trap
 // was armed.
 func TestWorktreeAttackPlantedGitDir(t *testing.T) {
@@ -94,8 +95,9 @@ func TestWorktreeAttackPlantedGitDir(t *testing.T) {
 
 	p, code := e.run("worktrees", "ls")
 	c.assertNone(t, "ink worktrees ls")
-	if code != 0 || !strings.Contains(p.stdout.String(), id) || !strings.Contains(p.stdout.String(), " unknown ") {
-		t.Fatalf("ink worktrees ls exited %d, want the worktree listed as unknown:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	if code != 0 || !strings.Contains(p.stdout.String(), id) || !strings.Contains(p.stdout.String(), " unknown ") ||
+		!strings.Contains(p.stdout.String(), id+" is unknown: ink runs no git in it, as its .git link was changed") {
+		t.Fatalf("ink worktrees ls exited %d, want the worktree listed as unknown with why:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	p, code = e.run("worktrees", "ls", "--status", "--json")
 	c.assertNone(t, "ink worktrees ls --status")
@@ -115,13 +117,18 @@ func TestWorktreeAttackPlantedGitDir(t *testing.T) {
 	s := e.startMCP("--model", "script:"+e.wtOutside("mcp.yaml", "rules:\n  - reply: {text: done}\n"))
 	list, res := s.call(t, "worktrees_list", nil)
 	c.assertNone(t, "the MCP tool worktrees_list")
-	if res.IsError || !strings.Contains(list, id) || !strings.Contains(list, "unknown") {
+	if res.IsError || !strings.Contains(list, id) || !strings.Contains(list, "unknown") || !strings.Contains(list, "its .git link was changed") {
 		t.Fatalf("worktrees_list:\n%s", list)
 	}
 	p, code = e.run("worktrees", "prune")
 	c.assertNone(t, "ink worktrees prune")
 	if code != 0 || !strings.Contains(p.stdout.String(), "ink runs no git in the worktree") {
 		t.Fatalf("ink worktrees prune exited %d, want the worktree kept with why:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	code, _, stderr := e.resumeOut("--resume", id, "--model", "script:"+filepath.Join(filepath.Dir(e.dir), "plant.yaml"), "go on")
+	c.assertNone(t, "a resume of the child")
+	if code != 3 || !strings.Contains(stderr, "worktree-untrusted: ink runs no git in the worktree") {
+		t.Fatalf("a resume into the planted worktree exited %d, want a worktree-untrusted refusal:\n%s", code, stderr)
 	}
 	p, code = e.run("worktrees", "rm", id)
 	c.assertNone(t, "ink worktrees rm")
@@ -176,6 +183,9 @@ func hostileRepo(t *testing.T, e *env, c counter) {
 	e.write("hostile.gitconfig", cfg)
 	e.write(".gitattributes", "*.secret filter=evil merge=evil diff=evil\n")
 	e.write("x.secret", "sealed\n")
+	e.write(".gitignore", ".env\n")
+	e.write(".worktreeinclude", ".env\n")
+	e.write(".env", "TOKEN=local\n")
 	for _, h := range []string{"post-checkout", "pre-commit", "commit-msg", "pre-merge-commit", "post-merge", "post-commit", "reference-transaction", "post-index-change"} {
 		e.write(filepath.Join("hooks", h), "#!/bin/sh\n"+c.cmd(h)+"\n")
 		if err := os.Chmod(filepath.Join(hooks, h), 0o755); err != nil {
@@ -192,11 +202,12 @@ func hostileRepo(t *testing.T, e *env, c counter) {
 
 // TestWorktreeAttackRepositoryConfig: the user's repository configures
 // programs (as a repository planted by an agent or shipped by a project
-// would); ink's own git — `git worktree add`, the checkout, status, diff,
-// the settle, ls --status, diff, merge and the removal of the merged
-// worktree — never runs one. A merge that would need the repository's
-// filter or merge driver is refused, naming it. A plain `git status` in
-// the repository does run them, so the trap was armed.
+// would); ink's own git — `git worktree add`, the checkout, the
+// .worktreeinclude copy, status, diff, the settle, ls --status, diff,
+// merge, the removal of the merged worktree, rm --force and prune — never
+// runs one. A merge that would need the repository's filter or merge
+// driver is refused, naming it. A plain `git status` in the repository
+// does run them, so the trap was armed.
 func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	t.Parallel()
 	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
@@ -210,6 +221,9 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(rec.Worktree.Path, "x.secret")); err != nil || string(data) != "sealed\n" {
 		t.Fatalf("x.secret in the worktree = %q, %v", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(rec.Worktree.Path, ".env")); err != nil || string(data) != "TOKEN=local\n" {
+		t.Fatalf(".env, which .worktreeinclude names, in the worktree = %q, %v", data, err)
 	}
 	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
 		if p, code := e.run(args...); code != 0 {
@@ -239,6 +253,20 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	if e.wtGit("rev-parse", "HEAD") != head {
 		t.Fatal("a refused merge moved HEAD")
 	}
+	_, clean := e.wtTask("look", "git status --short && git log --oneline -1")
+	c.assertNone(t, "a worktree child that changes nothing")
+	if clean.Worktree.Disposition != "removed" {
+		t.Fatalf("an untouched worktree %+v, want it removed", clean.Worktree)
+	}
+	if p, code := e.run("worktrees", "rm", "--force", rec.ChildID); code != 0 {
+		t.Fatalf("ink worktrees rm --force exited %d:\n%s", code, p.stderr.String())
+	}
+	c.assertNone(t, "ink worktrees rm --force")
+	wtAssertGone(t, e, rec.Worktree.Path, rec.Worktree.Branch)
+	if p, code := e.run("worktrees", "prune", "--include-resumable"); code != 0 {
+		t.Fatalf("ink worktrees prune exited %d:\n%s", code, p.stderr.String())
+	}
+	c.assertNone(t, "ink worktrees prune")
 
 	// The trap is armed for git run the ordinary way.
 	os.WriteFile(filepath.Join(e.dir, "x.secret"), []byte("sealed\n"), 0o644)
@@ -247,6 +275,83 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	}
 	if !strings.Contains(c.runs(), "fsmonitor") {
 		t.Fatalf("git status in the repository did not run the planted core.fsmonitor; the test proves nothing (ran: %q)", c.runs())
+	}
+}
+
+// TestWorktreeAttackNestedRepository: an agent allowed to commit in the
+// checkout (--allow-git-writes) cannot change the repository's config or
+// hooks, but it can make a repository of its own inside the checkout,
+// configure core.fsmonitor, hooks and a filter there, stage it as a
+// submodule, commit, and leave a file of it modified. ink's git — a
+// worktree child's creation and settle, ls --status, diff and merge —
+// never looks into that submodule, so runs none of it; the user's own
+// `git status` does, so the trap was armed.
+func TestWorktreeAttackNestedRepository(t *testing.T) {
+	t.Parallel()
+	e := newWtRepo(t, map[string]string{"a.txt": "hello\n"})
+	c := newCounter(t)
+	hooks := filepath.Join(filepath.Dir(e.dir), "nested-hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"pre-commit", "post-commit", "post-checkout", "post-merge", "reference-transaction", "post-index-change"} {
+		if err := os.WriteFile(filepath.Join(hooks, h), []byte("#!/bin/sh\n"+c.cmd(h)+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant := strings.Join([]string{
+		`git init -q vendor`,
+		`cd vendor`,
+		`echo '* filter=evil diff=evil' > .gitattributes`,
+		`echo data > f`,
+		`git add -A`,
+		`git commit -qm vendor`,
+		`git config core.fsmonitor '` + c.cmd("fsmonitor") + `'`,
+		`git config core.hooksPath ` + hooks,
+		`git config filter.evil.clean '` + c.cmd("clean-filter") + `; cat'`,
+		`git config filter.evil.smudge '` + c.cmd("smudge-filter") + `; cat'`,
+		`git config diff.evil.textconv '` + c.cmd("textconv") + `; cat'`,
+		`cd ..`,
+		`git add vendor`,
+		`git commit -qm 'vendor it'`,
+		`echo more >> vendor/f`,
+		`echo planted`,
+	}, " && ")
+	_, _, result := sandboxedTask(t, e, plant, "--allow-git-writes")
+	if !strings.Contains(result, "planted") {
+		t.Fatalf("the agent could not plant its repository:\n%s", result)
+	}
+	if got := e.wtGit("ls-files", "-s", "vendor"); !strings.HasPrefix(got, "160000 ") {
+		t.Fatalf("vendor is not staged as a submodule: %q", got)
+	}
+	c.assertNone(t, "planting the nested repository")
+
+	_, rec := e.wtTask("edit", "echo more >> a.txt && git commit -qam more")
+	c.assertNone(t, "creating and settling a worktree beside a hostile submodule")
+	if rec.Worktree.Disposition != "kept-work" {
+		t.Fatalf("worktree %+v, want kept-work", rec.Worktree)
+	}
+	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
+		if p, code := e.run(args...); code != 0 {
+			t.Fatalf("ink %s exited %d:\n%s", strings.Join(args, " "), code, p.stderr.String())
+		}
+		c.assertNone(t, "ink "+strings.Join(args, " "))
+	}
+	p, code := e.run("worktrees", "merge", rec.ChildID)
+	c.assertNone(t, "ink worktrees merge")
+	if code != 0 || !strings.Contains(p.stdout.String(), "merged ink/"+rec.ChildID+" into main") {
+		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\nmore\n" {
+		t.Fatalf("a.txt after the merge = %q", data)
+	}
+
+	// The trap is armed: the user's git status looks into the submodule.
+	if out, err := e.gitTry(e.dir, "status", "--short"); err != nil {
+		t.Fatalf("git status: %v\n%s", err, out)
+	}
+	if !strings.Contains(c.runs(), "fsmonitor") {
+		t.Fatalf("git status in the repository did not run the submodule's core.fsmonitor; the test proves nothing (ran: %q)", c.runs())
 	}
 }
 

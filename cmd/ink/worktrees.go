@@ -166,7 +166,27 @@ func writeWorktreeTable(w io.Writer, infos []worktree.Info, status bool) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.ChildID, repo, stateWord(in), in.Record.Branch, lockWord(in), transcriptWord(in), in.Record.Path)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, in := range infos {
+		if why := unknownWhy(in); why != "" {
+			fmt.Fprintf(w, "%s is unknown: %s\n", in.ChildID, why)
+		}
+	}
+	return nil
+}
+
+// unknownWhy says why a worktree listed as unknown is so, and what to do;
+// "" for any other.
+func unknownWhy(in worktree.Info) string {
+	switch {
+	case in.Untrusted != "":
+		return fmt.Sprintf("ink runs no git in it, as %s; look at its files only (git run there would obey the directory its link names) and drop it with `ink worktrees rm --force %s`", in.Untrusted, in.ChildID)
+	case in.State() == "unknown" && in.Assessment != nil && in.Assessment.Detail != "":
+		return in.Assessment.Detail
+	}
+	return ""
 }
 
 // stateWord is the STATE column: the state when it was read, else what
