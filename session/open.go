@@ -109,7 +109,11 @@ func OpenAttempt(req OpenRequest) (*Opened, *Refusal, error) {
 		}
 	}
 	// Decide everything before changing a byte: a refusal leaves the file
-	// byte-identical.
+	// byte-identical. The pair check covers the model's history (Skeleton);
+	// a call id written twice is refused anywhere in the file.
+	if id, ok := ReusedCallID(tr.CallIDs()); ok {
+		return refuse(CodeMalformed, "the transcript %s cannot be continued: inconsistent beyond a crash tail: tool call id %s is used twice", req.Path, id)
+	}
 	msgs := tr.Skeleton()
 	answers := DanglingAnswers(msgs, req.Answers)
 	scan := ScanPairs(append(slices.Clone(msgs), answers...))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/inkdev/ink/durable"
 	"github.com/inkdev/ink/model"
@@ -38,7 +39,10 @@ type Resumable struct {
 	// MaxResumeHistory, is the part of it the View leaves out.
 	Omitted *Omitted
 
+	// skeleton is the skeleton of the history (Skeleton); calls every
+	// tool call of the file, in order.
 	skeleton []model.Message
+	calls    []model.ToolCall
 	view     *View
 	attempts Lifetime
 	lastEnd  *AttemptEntry
@@ -47,8 +51,12 @@ type Resumable struct {
 	// lines counts the newlines of the file up to Size, a torn final
 	// line's excluded.
 	lines int
+	// from is the number of the first line the history may hold: every
+	// message line before it is outside the history, every one from it on
+	// inside.
+	from int
 	// decoded counts the bytes of the lines decoded in full (the history
-	// the View holds); every other line was skimmed.
+	// the View holds); every other line was skimmed or skipped.
 	decoded int64
 }
 
@@ -159,21 +167,55 @@ type ClippedLine struct {
 	Bytes int64 // its length
 }
 
-// ReadForResume reads the transcript at path in one pass, with the checks
-// of Open: a torn or invalid final line is left out and described in Torn;
-// an invalid line anywhere before it, or a compaction whose retained tail
-// does not start at a message the model saw, is an error naming the file
-// and line; symlinks, directories, empty files and files without a valid
-// header are refused. Message lines outside the model's history are
-// checked and skimmed rather than decoded (see skim.go), which is what
-// makes a long transcript quick to continue. A message of the history
-// whose line passes MaxResumeLine is decoded alone and clipped at once
-// (Clipped lists them), so memory stays of the order of the longest line.
-// Of a history past MaxResumeHistory only its most recent messages that
-// fit are decoded, after a note (Omitted says what was left out), so that
-// a transcript never compacted costs one scan and the decoding of that
-// bound, not of the file.
+// ReadForResume reads the transcript at path in one pass for continuing it.
+// It keeps the checks of Open where they decide what a continued run
+// sees, and skips the bodies of the lines no run will see again:
+//
+//   - Every line is found (one sequential scan) and every entry that is not
+//     a message (header, attempts, compactions) is decoded and checked.
+//   - Every assistant message line is checked and skimmed (skim.go): its
+//     tool call ids are the ids a continued run must not reuse (CallIDs).
+//   - The final line is always checked in full: a torn or invalid final
+//     line is left out and described in Torn.
+//   - The messages of the history the model sees — from the last
+//     compaction's retained tail on, bounded as below — are checked and
+//     decoded, and those that MaxResumeHistory's bound weighs are skimmed.
+//   - A user or toolResult message line before that history, whose start
+//     reads as this package writes it ({"type":"message","id":"…",
+//     "message":{"role":"user" or "toolResult"…), is taken to be that
+//     message: only its start is read. Its body is not checked, so damage
+//     inside it does not stop a resume (Open refuses such a file; its
+//     bytes are left as they are). A line whose start is not of that shape
+//     is checked in full.
+//
+// Any other invalid line, or a compaction whose retained tail does not
+// start at a message the model saw, is an error naming the file and line
+// (the error Open gives); symlinks, directories, empty files and files
+// without a valid header are refused. On any file Open reads, ReadForResume
+// gives the same history, call ids, attempts, torn tail, clipping and
+// omission, unless a skipped line's body is damaged or redefines what its
+// start says (a key written twice, which this package never writes).
+//
+// A message of the history whose line passes MaxResumeLine is decoded
+// alone and clipped at once (Clipped lists them), so memory stays of the
+// order of the longest line. Of a history past MaxResumeHistory only its
+// most recent messages that fit are decoded, after a note (Omitted says
+// what was left out), and the messages it leaves out are skipped as above,
+// so that a transcript costs one scan and the reading of what the model
+// will see, not the checking of the whole file.
 func ReadForResume(path string) (*Resumable, error) {
+	r, err := readForResume(path, true)
+	if err != nil {
+		// Whatever stopped the quick read, the full one gives Open's
+		// verdict: the first damaged line, skipped bodies included.
+		return readForResume(path, false)
+	}
+	return r, nil
+}
+
+// readForResume is ReadForResume; skip, it skips the lines it may (see
+// there), else it checks every line as Open does.
+func readForResume(path string, skip bool) (*Resumable, error) {
 	f, fi, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
@@ -184,18 +226,27 @@ func ReadForResume(path string) (*Resumable, error) {
 		return nil, notStarted(path)
 	}
 	r := &Resumable{Path: path, Size: size}
-	var seg historySegment
+	seg := historySegment{f: f, path: path, from: 2}
 	lr := newLineReader(io.LimitReader(f, size), f)
+	// skippable says whether the line that starts with head and ends at
+	// end may be left unread past its start.
+	skippable := func(head []byte, end int64) bool {
+		if !skip || end == size {
+			return false
+		}
+		_, _, ok := nonAssistantPrefix(head)
+		return ok
+	}
 	for {
-		line, offset, lineNo, err := lr.next()
+		line, n, offset, lineNo, err := lr.next(skippable)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read transcript %s: %w", path, err)
 		}
-		terminated := len(line) > 0 && line[len(line)-1] == '\n'
-		last := offset+int64(len(line)) == size
+		terminated := line[len(line)-1] == '\n'
+		last := offset+int64(n) == size
 		if lineNo == 1 {
 			h, err := parseHeader(line)
 			if err != nil {
@@ -211,22 +262,30 @@ func ReadForResume(path string) (*Resumable, error) {
 			if terminated {
 				r.lines++
 			} else {
-				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the header line lacks its newline", NeedsNewline: true}
+				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: n, Reason: "the header line lacks its newline", NeedsNewline: true}
 			}
 			continue
+		}
+		if skip && !last {
+			if id, role, ok := nonAssistantPrefix(line); ok {
+				// Not read further unless the model's history keeps it.
+				seg.message(segmentMessage{id: id, role: role, offset: offset, length: n, line: lineNo})
+				r.lines++
+				continue
+			}
 		}
 		e, skel, err := readEntryLine(line)
 		if err != nil {
 			if last {
-				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: tornReason(err, terminated)}
+				r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: n, Reason: tornReason(err, terminated)}
 				break
 			}
 			return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", path, lineNo, err)
 		}
 		switch {
 		case skel != nil:
-			r.skeleton = append(r.skeleton, *skel)
-			seg.message(e.ID, skel.Role, offset, len(line), lineNo, len(r.skeleton)-1)
+			r.calls = append(r.calls, skel.ToolCalls...)
+			seg.message(segmentMessage{id: e.ID, role: skel.Role, offset: offset, length: n, line: lineNo, skel: skel})
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
 			a := *e.Attempt
@@ -240,20 +299,25 @@ func ReadForResume(path string) (*Resumable, error) {
 				r.open = &a
 			}
 		case e.Compaction != nil:
-			if err := seg.compaction(e, offset+int64(len(line))); err != nil {
+			if err := seg.compaction(e, lineNo); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v; the transcript is damaged, so ink will not guess what the model saw (start a new session)", path, lineNo, err)
 			}
 		}
 		if terminated {
 			r.lines++
 		} else {
-			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: len(line), Reason: "the final entry lacks its newline", NeedsNewline: true}
+			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: n, Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
-	if r.Omitted, err = seg.bound(f, path, r.skeleton, MaxResumeHistory); err != nil {
+	if r.Omitted, err = seg.bound(MaxResumeHistory); err != nil {
 		return nil, err
 	}
-	if r.view, r.Clipped, err = seg.decode(f, path, lr.release()); err != nil {
+	r.skeleton = seg.skeleton(r.calls)
+	r.from = seg.from
+	if len(seg.msgs) > 0 {
+		r.from = seg.msgs[0].line
+	}
+	if r.view, r.Clipped, err = seg.decode(lr.release()); err != nil {
 		return nil, err
 	}
 	for _, m := range seg.msgs {
@@ -261,6 +325,46 @@ func ReadForResume(path string) (*Resumable, error) {
 	}
 	return r, nil
 }
+
+// nonAssistantPrefix reads the start of a message line as this package
+// writes it, {"type":"message","id":"<id>","message":{"role":"<role>"
+// followed by "," or "}", and returns its id and role when the role is user
+// or toolResult. ok is false for anything else (an escaped or long id,
+// another order, spaces), which is then checked in full.
+func nonAssistantPrefix(line []byte) (id string, role model.Role, ok bool) {
+	const head, mid = `{"type":"message","id":"`, `","message":{"role":"`
+	if !bytes.HasPrefix(line, []byte(head)) {
+		return "", "", false
+	}
+	rest := line[len(head):]
+	end := bytes.IndexByte(rest[:min(len(rest), maxPrefixID+1)], '"')
+	if end <= 0 {
+		return "", "", false
+	}
+	raw := rest[:end]
+	for _, c := range raw {
+		if c < 0x20 || c == '\\' {
+			return "", "", false
+		}
+	}
+	if !utf8.Valid(raw) {
+		return "", "", false
+	}
+	rest = rest[end:]
+	if !bytes.HasPrefix(rest, []byte(mid)) {
+		return "", "", false
+	}
+	rest = rest[len(mid):]
+	for _, r := range []model.Role{model.RoleUser, model.RoleToolResult} {
+		if len(rest) > len(r)+1 && string(rest[:len(r)]) == string(r) && rest[len(r)] == '"' && (rest[len(r)+1] == ',' || rest[len(r)+1] == '}') {
+			return string(raw), r, true
+		}
+	}
+	return "", "", false
+}
+
+// maxPrefixID is the longest entry id nonAssistantPrefix reads.
+const maxPrefixID = 128
 
 // readEntryLine checks one entry line after the header. A message comes
 // back as its skeleton (and e holds only its id); other entries decoded.
@@ -298,12 +402,18 @@ func skeletonOf(m model.Message) model.Message {
 // model sees begins (View.Apply's rules, by file offset): every message
 // line from start on, after the last compaction's summary.
 type historySegment struct {
+	f       *os.File
+	path    string
 	msgs    []segmentMessage // the messages of the current history
 	summary *string          // the last compaction's summary
 	omitted *Omitted         // the messages bound left out
 	// long holds, by offset, the lines past MaxResumeLine that bound
 	// decoded, until decode takes them.
 	long map[int64]decodedLine
+	buf  []byte // check's buffer
+	// from is the number of the line after the last compaction's (2
+	// before any compaction).
+	from int
 }
 
 type segmentMessage struct {
@@ -312,11 +422,79 @@ type segmentMessage struct {
 	offset int64
 	length int
 	line   int
-	skel   int // its index in the skeleton
+	// skel is its skeleton, once checked (nil before): a message whose
+	// start alone was read (nonAssistantPrefix) is checked only when the
+	// history needs it.
+	skel *model.Message
 }
 
-func (s *historySegment) message(id string, role model.Role, offset int64, length, line, skel int) {
-	s.msgs = append(s.msgs, segmentMessage{id: id, role: role, offset: offset, length: length, line: line, skel: skel})
+func (s *historySegment) message(m segmentMessage) {
+	s.msgs = append(s.msgs, m)
+}
+
+// check reads and checks the message line msgs[i] if its start alone was
+// read, keeps its skeleton and returns it. A line that does not check, or
+// is not the message its start said, is an error (ReadForResume then reads
+// the file again in full, for Open's verdict).
+func (s *historySegment) check(i int) (model.Message, error) {
+	m := &s.msgs[i]
+	if m.skel != nil {
+		return *m.skel, nil
+	}
+	s.buf = slices.Grow(s.buf[:0], m.length)[:m.length]
+	if _, err := s.f.ReadAt(s.buf, m.offset); err != nil {
+		return model.Message{}, fmt.Errorf("read transcript %s: %w", s.path, err)
+	}
+	e, skel, err := readEntryLine(s.buf)
+	if len(s.buf) > decodeChunk {
+		s.buf = nil // a long line's buffer: let it go
+	}
+	if err != nil {
+		return model.Message{}, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", s.path, m.line, err)
+	}
+	if skel == nil || e.ID != m.id || skel.Role != m.role {
+		return model.Message{}, fmt.Errorf("%s:%d: the line is not the %s message %s its start says", s.path, m.line, m.role, m.id)
+	}
+	m.skel = skel
+	return *skel, nil
+}
+
+// skeleton returns the skeletons of the history's messages, after (when
+// some of their results answer calls made before the history, as after a
+// compaction that kept no message) one assistant skeleton holding those
+// calls, found in calls, every call of the file in order.
+func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
+	out := make([]model.Message, 0, len(s.msgs)+1)
+	made := map[string]bool{}
+	for _, m := range s.msgs { // every one checked by bound
+		for _, c := range m.skel.ToolCalls {
+			made[c.ID] = true
+		}
+	}
+	need := map[string]bool{}
+	for _, m := range s.msgs {
+		for _, r := range m.skel.Results {
+			if !made[r.ToolCallID] {
+				need[r.ToolCallID] = true
+			}
+		}
+	}
+	if len(need) > 0 {
+		before := model.Message{Role: model.RoleAssistant}
+		for _, c := range calls {
+			if need[c.ID] {
+				before.ToolCalls = append(before.ToolCalls, c)
+				delete(need, c.ID)
+			}
+		}
+		if len(before.ToolCalls) > 0 {
+			out = append(out, before)
+		}
+	}
+	for _, m := range s.msgs {
+		out = append(out, *m.skel)
+	}
+	return out
 }
 
 // bound keeps of the history only its most recent messages that fit in
@@ -327,27 +505,33 @@ func (s *historySegment) message(id string, role model.Role, offset int64, lengt
 // MaxResumeLine, the size of its pieces once clipped: such a line is
 // decoded here, once, and kept for decode. It returns what it left out
 // (nil: nothing).
-func (s *historySegment) bound(f *os.File, path string, skeleton []model.Message, budget int64) (*Omitted, error) {
+func (s *historySegment) bound(budget int64) (*Omitted, error) {
 	callAt := map[string]int{}
 	for i, m := range s.msgs {
-		for _, c := range skeleton[m.skel].ToolCalls {
-			callAt[c.ID] = i
+		if m.skel != nil { // every assistant line is checked
+			for _, c := range m.skel.ToolCalls {
+				callAt[c.ID] = i
+			}
 		}
 	}
 	start, earliest, over := -1, len(s.msgs), false
 	var size int64
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		m := s.msgs[i]
+		skel, err := s.check(i)
+		if err != nil {
+			return nil, err
+		}
 		cost := int64(m.length)
 		if m.length > MaxResumeLine {
-			d, err := s.decodeLong(f, path, m)
+			d, err := s.decodeLong(m)
 			if err != nil {
 				return nil, err
 			}
 			cost = int64(pieceBytes(d.msg))
 		}
 		size += cost
-		for _, r := range skeleton[m.skel].Results {
+		for _, r := range skel.Results {
 			if at, ok := callAt[r.ToolCallID]; ok && at < earliest {
 				earliest = at
 			}
@@ -382,17 +566,17 @@ type decodedLine struct {
 
 // decodeLong reads, decodes and clips the message line m, past
 // MaxResumeLine, once: it is kept for decode.
-func (s *historySegment) decodeLong(f *os.File, path string, m segmentMessage) (decodedLine, error) {
+func (s *historySegment) decodeLong(m segmentMessage) (decodedLine, error) {
 	if d, ok := s.long[m.offset]; ok {
 		return d, nil
 	}
 	buf := make([]byte, m.length)
-	if _, err := f.ReadAt(buf, m.offset); err != nil {
-		return decodedLine{}, fmt.Errorf("read transcript %s: %w", path, err)
+	if _, err := s.f.ReadAt(buf, m.offset); err != nil {
+		return decodedLine{}, fmt.Errorf("read transcript %s: %w", s.path, err)
 	}
 	e, err := decodeEntry(buf)
-	if err != nil || e.Message == nil {
-		return decodedLine{}, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
+	if err != nil || e.Message == nil || e.ID != m.id {
+		return decodedLine{}, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
 	}
 	msg := *e.Message
 	whole := pieceBytes(msg)
@@ -406,8 +590,8 @@ func (s *historySegment) decodeLong(f *os.File, path string, m segmentMessage) (
 	return d, nil
 }
 
-// compaction applies compaction entry e, whose line ends at end.
-func (s *historySegment) compaction(e Entry, end int64) error {
+// compaction applies compaction entry e, the transcript's line number line.
+func (s *historySegment) compaction(e Entry, line int) error {
 	c := e.Compaction
 	from := len(s.msgs)
 	if id := c.FirstKept; id != "" {
@@ -415,11 +599,15 @@ func (s *historySegment) compaction(e Entry, end int64) error {
 		if from < 0 {
 			return fmt.Errorf("compaction %s keeps the history from entry %s, which is not a message the model saw", e.ID, id)
 		}
+		if _, err := s.check(from); err != nil {
+			return err
+		}
 		if r := s.msgs[from].role; r != model.RoleUser && r != model.RoleAssistant {
 			return fmt.Errorf("compaction %s keeps the history from entry %s, a %s message; a retained tail starts at a user or assistant message", e.ID, id, r)
 		}
 	}
 	s.msgs = slices.Clone(s.msgs[from:])
+	s.from = line + 1
 	summary := c.Summary
 	s.summary = &summary
 	return nil
@@ -431,7 +619,7 @@ const decodeChunk = 4 << 20
 // decode reads the messages of the history from f, a few MiB at a time,
 // and builds the View, clipping the messages whose line passes
 // MaxResumeLine. buf, if not nil, is a buffer to reuse.
-func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []ClippedLine, error) {
+func (s *historySegment) decode(buf []byte) (*View, []ClippedLine, error) {
 	var clipped []ClippedLine
 	v := &View{}
 	if s.summary != nil {
@@ -444,7 +632,7 @@ func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []C
 	}
 	for i := 0; i < len(s.msgs); {
 		if m := s.msgs[i]; m.length > MaxResumeLine {
-			d, err := s.decodeLong(f, path, m)
+			d, err := s.decodeLong(m)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -466,14 +654,14 @@ func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []C
 		}
 		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
 		buf = slices.Grow(buf[:0], n)[:n]
-		if _, err := f.ReadAt(buf, start); err != nil {
-			return nil, nil, fmt.Errorf("read transcript %s: %w", path, err)
+		if _, err := s.f.ReadAt(buf, start); err != nil {
+			return nil, nil, fmt.Errorf("read transcript %s: %w", s.path, err)
 		}
 		for ; i < j; i++ {
 			m := s.msgs[i]
 			e, err := decodeEntry(buf[m.offset-start : m.offset-start+int64(m.length)])
-			if err != nil || e.Message == nil {
-				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", path, m.offset, err)
+			if err != nil || e.Message == nil || e.ID != m.id {
+				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
 			}
 			v.msgs = append(v.msgs, *e.Message)
 			v.ids = append(v.ids, e.ID)
@@ -485,21 +673,37 @@ func (s *historySegment) decode(f *os.File, path string, buf []byte) (*View, []C
 	return v, clipped, nil
 }
 
-// Skeleton returns every message of the transcript in order, each with
-// only its role and its tool calls' and results' ids and names: enough for
-// ScanPairs and to find the calls a crash left without results.
+// Skeleton returns the messages of the model's history (View, without the
+// summary and the omission note), in order, each with only its role and
+// its tool calls' and results' ids and names: enough for ScanPairs and to
+// find the calls a crash left without results, which are always in that
+// history. When results of the history answer calls made before it (after
+// a compaction that kept no message), it starts with one assistant
+// skeleton holding those calls. Messages before the history are not in
+// it: CallIDs has the calls of the whole file.
 func (r *Resumable) Skeleton() []model.Message { return r.skeleton }
 
-// CallIDs returns the id of every tool call in the transcript, compacted
-// parts included, so that a continued run never reuses one.
+// CallIDs returns the id of every tool call in the transcript, in order,
+// compacted and omitted parts included, so that a continued run never
+// reuses one; an id written twice is listed twice (ReusedCallID).
 func (r *Resumable) CallIDs() []string {
 	var out []string
-	for _, m := range r.skeleton {
-		for _, c := range m.ToolCalls {
-			out = append(out, c.ID)
-		}
+	for _, c := range r.calls {
+		out = append(out, c.ID)
 	}
 	return out
+}
+
+// ReusedCallID returns the first tool call id that ids holds twice.
+func ReusedCallID(ids []string) (string, bool) {
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return id, true
+		}
+		seen[id] = true
+	}
+	return "", false
 }
 
 // View returns the model's history with the entry id of each message
@@ -594,19 +798,24 @@ func (r *Resumable) OpenWriter(fsys durable.FS) (*Writer, error) {
 // "\n" included. A line longer than its buffer is measured first and then
 // read whole, at its offset, into a buffer of its exact size (kept for
 // the next long line, or handed on by release), so a line of tens of
-// megabytes costs its size once. A returned line is valid until the next
-// call.
+// megabytes costs its size once — unless the caller's skip says, from the
+// line's start, that it needs no more of it. A returned line is valid
+// until the next call.
 type lineReader struct {
 	r       *bufio.Reader
 	ra      io.ReaderAt // the same bytes as r, by offset from r's start
 	offset  int64
 	lineNo  int
 	scratch []byte
+	head    []byte // the start of a long line, for skip
 }
 
 // lineBuffer is the lineReader's buffer: lines up to this size are read
 // through it.
 const lineBuffer = 4 << 20
+
+// lineHead is how much of a long line's start skip is given.
+const lineHead = 512
 
 func newLineReader(r io.Reader, ra io.ReaderAt) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, lineBuffer), ra: ra}
@@ -619,33 +828,44 @@ func (l *lineReader) release() []byte {
 	return b
 }
 
-func (l *lineReader) next() (line []byte, offset int64, lineNo int, err error) {
+// next returns the next line and its length n. skip, if not nil, is asked
+// about a line longer than the buffer, given its first lineHead bytes and
+// the offset where it ends; when it says yes, line holds only that start
+// (n is still the line's length).
+func (l *lineReader) next(skip func(head []byte, end int64) bool) (line []byte, n int, offset int64, lineNo int, err error) {
 	frag, err := l.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
+		l.head = append(l.head[:0], frag[:min(len(frag), lineHead)]...)
 		n := len(frag)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			frag, err = l.r.ReadSlice('\n')
 			n += len(frag)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
+		}
+		if skip != nil && skip(l.head, l.offset+int64(n)) {
+			l.lineNo++
+			offset = l.offset
+			l.offset += int64(n)
+			return l.head, n, offset, l.lineNo, nil
 		}
 		l.scratch = slices.Grow(l.scratch[:0], n)[:n]
 		if _, rerr := l.ra.ReadAt(l.scratch, l.offset); rerr != nil {
-			return nil, 0, 0, rerr
+			return nil, 0, 0, 0, rerr
 		}
 		frag = l.scratch
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
 	if len(frag) == 0 {
-		return nil, 0, 0, io.EOF
+		return nil, 0, 0, 0, io.EOF
 	}
 	l.lineNo++
 	offset = l.offset
 	l.offset += int64(len(frag))
-	return frag, offset, l.lineNo, nil
+	return frag, len(frag), offset, l.lineNo, nil
 }
 
 // pieceBytes sums the texts, results and arguments of m.

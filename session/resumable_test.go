@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,35 +40,60 @@ func openSeeds(t testing.TB) map[string][]byte {
 	return out
 }
 
-// sameAsOpen checks that ReadForResume reads the file holding data exactly
-// as Open does: both refuse it with the same error, or both read the same
-// header, torn tail, history, messages (as skeletons), call ids and
-// attempts.
+// sameAsOpen holds ReadForResume to its contract with Open on the file
+// holding data. When ReadForResume refuses the file, Open refuses it with
+// the same error. When it reads it, its history starts at some line
+// (from); the user and toolResult message lines before it whose start
+// ReadForResume read alone (nonAssistantPrefix) are the skipped lines.
+// Then Open, on the file whose skipped lines the skimmer does not accept
+// (damaged, or written as this package never writes) are replaced by
+// intact lines of the same id and role, reads exactly what ReadForResume
+// read: header, torn tail, size, history, call ids, attempts, clipping and
+// omission, and ReadForResume's Skeleton is the skeleton of that history.
+// When no skipped line needed replacing, that file is data itself: Open
+// reads data as ReadForResume does.
 func sameAsOpen(t *testing.T, data []byte) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "t.jsonl")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tr, oerr := Open(path)
 	r, rerr := ReadForResume(path)
-	if (oerr == nil) != (rerr == nil) {
-		t.Fatalf("Open: %v\nReadForResume: %v", oerr, rerr)
-	}
-	if oerr != nil {
-		if oerr.Error() != rerr.Error() {
-			t.Fatalf("errors differ:\nOpen:          %v\nReadForResume: %v", oerr, rerr)
+	if rerr != nil {
+		if oerr == nil || oerr.Error() != rerr.Error() {
+			t.Fatalf("ReadForResume refused where Open did not refuse alike:\nOpen:          %v\nReadForResume: %v", oerr, rerr)
 		}
 		return
 	}
-	if !reflect.DeepEqual(r.Header, tr.Header) || !reflect.DeepEqual(r.Torn, tr.Torn) || r.Size != tr.Size {
-		t.Fatalf("header, torn tail or size differ:\n%+v %+v %d\n%+v %+v %d", r.Header, r.Torn, r.Size, tr.Header, tr.Torn, tr.Size)
+	after, replaced := wholeSkipped(t, data, r.from)
+	if after != nil {
+		path = filepath.Join(dir, "whole.jsonl")
+		if err := os.WriteFile(path, after, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if tr, oerr = Open(path); oerr != nil {
+			t.Fatalf("ReadForResume read the file, and Open refuses it with lines %v made whole: %v", replaced, oerr)
+		}
+	} else if oerr != nil {
+		t.Fatalf("ReadForResume read a file Open refuses, and no skipped line is damaged: %v", oerr)
 	}
-	var want []model.Message
-	for _, m := range tr.Messages {
-		want = append(want, skeletonOf(m))
+	// Lines made whole change the file's length, before any torn tail.
+	shift := int64(len(data) - len(after))
+	if after == nil {
+		shift = 0
 	}
-	if !reflect.DeepEqual(r.Skeleton(), want) {
+	torn := tr.Torn
+	if torn != nil {
+		moved := *torn
+		moved.Offset += shift
+		torn = &moved
+	}
+	if !reflect.DeepEqual(r.Header, tr.Header) || !reflect.DeepEqual(r.Torn, torn) || r.Size != tr.Size+shift {
+		t.Fatalf("header, torn tail or size differ:\n%+v %+v %d\n%+v %+v %d", r.Header, r.Torn, r.Size, tr.Header, torn, tr.Size+shift)
+	}
+	if want := historySkeleton(tr, r.from); !reflect.DeepEqual(r.Skeleton(), want) {
 		t.Fatalf("skeletons differ:\n got %+v\nwant %+v", r.Skeleton(), want)
 	}
 	if !reflect.DeepEqual(r.CallIDs(), tr.CallIDs()) {
@@ -89,6 +115,89 @@ func sameAsOpen(t *testing.T, data []byte) {
 	if gok != wok || !reflect.DeepEqual(ge, we) {
 		t.Fatalf("last attempt end %+v %v, want %+v %v", ge, gok, we, wok)
 	}
+}
+
+// wholeSkipped returns data with every skipped line before line from
+// (see sameAsOpen) that the skimmer does not accept as the message its
+// start names replaced by an intact one of the same id and role, and the
+// numbers of the lines replaced; nil when none needed it.
+func wholeSkipped(t *testing.T, data []byte, from int) ([]byte, []int) {
+	t.Helper()
+	lines := strings.SplitAfter(string(data), "\n")
+	var replaced []int
+	for i := 1; i < len(lines) && i+1 < from; i++ {
+		line := []byte(lines[i])
+		id, role, ok := nonAssistantPrefix(line)
+		if !ok || !bytes.HasSuffix(line, []byte("\n")) {
+			continue
+		}
+		if s, err := skimMessageLine(line); err == nil && s.id == id && s.msg.Role == role {
+			continue
+		}
+		whole := Entry{Type: EntryMessage, ID: id, Message: &model.Message{Role: role, Content: []model.Block{{Type: "text", Text: "made whole"}}}}
+		if role == model.RoleToolResult {
+			whole.Message = &model.Message{Role: role, Results: []model.ToolResult{{ToolCallID: "made-whole", Content: "made whole"}}}
+		}
+		b, err := encodeEntry(whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = string(b)
+		replaced = append(replaced, i+1)
+	}
+	if replaced == nil {
+		return nil, nil
+	}
+	return []byte(strings.Join(lines, "")), replaced
+}
+
+// historySkeleton is what Skeleton must return for the transcript tr whose
+// history starts at line from: the skeletons of its message lines from
+// there on, after one assistant skeleton holding the calls made before
+// that its results answer, if any.
+func historySkeleton(tr *Transcript, from int) []model.Message {
+	var in []model.Message
+	made := map[string]bool{}
+	for _, e := range tr.Entries {
+		if e.Message != nil && e.Line >= from {
+			sk := skeletonOf(*e.Message)
+			in = append(in, sk)
+			for _, c := range sk.ToolCalls {
+				made[c.ID] = true
+			}
+		}
+	}
+	before := model.Message{Role: model.RoleAssistant}
+	for _, e := range tr.Entries {
+		if e.Message == nil || e.Line >= from {
+			continue
+		}
+		for _, c := range e.Message.ToolCalls {
+			if answeredIn(in, c.ID) && !made[c.ID] {
+				before.ToolCalls = append(before.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name})
+				made[c.ID] = true
+			}
+		}
+	}
+	if len(before.ToolCalls) > 0 {
+		in = append([]model.Message{before}, in...)
+	}
+	if in == nil {
+		in = []model.Message{}
+	}
+	return in
+}
+
+// answeredIn reports whether a result of msgs answers call id.
+func answeredIn(msgs []model.Message, id string) bool {
+	for _, m := range msgs {
+		for _, r := range m.Results {
+			if r.ToolCallID == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestReadForResumeMatchesOpen: on every kind of transcript the seeds hold,
@@ -213,8 +322,9 @@ func TestReadForResumeKeepsOnlyTheHistory(t *testing.T) {
 	if r.decoded < tail || r.decoded > tail+4*64 {
 		t.Errorf("decoded %d bytes, want the %d of the last tail's lines", r.decoded, tail)
 	}
-	if n := len(r.CallIDs()); n != 100 || len(r.Skeleton()) != 200 {
-		t.Fatalf("%d call ids and %d skeletons, want 100 and 200", n, len(r.Skeleton()))
+	// The skeleton is the history's; the call ids are the whole file's.
+	if n := len(r.CallIDs()); n != 100 || len(r.Skeleton()) != 4 {
+		t.Fatalf("%d call ids and %d skeletons, want 100 and 4", n, len(r.Skeleton()))
 	}
 	if l := r.Lifetime().Total(); l.Attempts != 5 || l.Usage.Input != 50 || l.Usage.Incomplete {
 		t.Fatalf("lifetime %+v", l)

@@ -137,7 +137,7 @@ func ReadLifetime(path string) (Lifetime, error) {
 	var l Lifetime
 	lr := newLineReader(f, f)
 	for {
-		line, _, lineNo, err := lr.next()
+		line, _, _, lineNo, err := lr.next(nil)
 		if err == io.EOF {
 			break
 		}

@@ -108,7 +108,7 @@ func readTranscript(path string, r io.ReaderAt, size int64, lean bool) (*Transcr
 	t := &Transcript{Path: path, Size: size, Lean: lean}
 	lr := newLineReader(io.NewSectionReader(r, 0, size), r)
 	for {
-		line, start, lineNo, err := lr.next()
+		line, _, start, lineNo, err := lr.next(nil)
 		if err == io.EOF {
 			break
 		}

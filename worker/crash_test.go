@@ -252,19 +252,21 @@ func checkRecovery(t *testing.T, where string, k *acks, spec ipc.AttemptSpec) {
 			fail("%s does not read after the crash: %v", path, err)
 			return nil
 		}
+		// Every call and result of the file (Skeleton holds only the
+		// model's history).
+		full, err := session.Open(path)
+		if err != nil {
+			fail("%s: %v", path, err)
+			return nil
+		}
 		h := &held{calls: map[string]bool{}, results: map[string]bool{}, ends: map[string]bool{}}
-		for _, m := range tr.Skeleton() {
+		for _, m := range full.Messages {
 			for _, c := range m.ToolCalls {
 				h.calls[c.ID] = true
 			}
 			for _, r := range m.Results {
 				h.results[r.ToolCallID] = true
 			}
-		}
-		full, err := session.Open(path)
-		if err != nil {
-			fail("%s: %v", path, err)
-			return nil
 		}
 		for _, a := range full.Attempts() {
 			h.epoch = max(h.epoch, a.Epoch)
