@@ -23,8 +23,12 @@
 // as skeletons; ReadForResume reads it in one pass for continuing it,
 // decoding only the history the model sees (clipping a message whose line
 // passes MaxResumeLine, and of a history past MaxResumeHistory only its
-// most recent messages) and skimming the rest (skim.go), so that its cost
-// and memory follow that history rather than the file; ReadTail reads a
+// most recent messages), skimming the assistant lines everywhere for the
+// call ids a continued run must not reuse (skim.go), and reading of a user
+// or toolResult line before that history only its entry prefix, so that
+// its cost is one scan of the file plus the reading of that history, and
+// its memory follows the history rather than the file (its contract with
+// Open is at ReadForResume); ReadTail reads a
 // transcript backwards from its end, only as far as its last attempt end
 // and message, which is all a resume's validation needs.
 //

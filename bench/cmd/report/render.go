@@ -112,16 +112,17 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		"the children did not all run at once.")
 	for _, c := range []struct{ name, label string }{{resC, "compacted as ink compacts it"}, {resU, "never compacted"}} {
 		t := r.v(c.name, "ns/op")
-		why := fmt.Sprintf("`ink task --resume` reads the file once: a worker checks every line and decodes, of a history no model "+
-			"could take, only its last 16 MiB (session.MaxResumeHistory; ReadForResume alone: %s in process), and `ink task` itself, two "+
-			"process starts and a model turn, costs %s. What would close it: checking the lines before the tail once, when they are "+
-			"written, rather than at each resume, or a faster machine.", r.ns(readU, "ns/op"), r.ns(task, "ns/op"))
+		why := fmt.Sprintf("`ink task --resume` reads the file once: a worker finds every line, checks the entries that are not "+
+			"messages and every assistant line (for the call ids it must not reuse), and decodes, of a history no model could take, only "+
+			"its last 16 MiB (session.MaxResumeHistory; ReadForResume alone: %s in process, most of it that decoding), and `ink task` "+
+			"itself, two process starts and a model turn, costs %s. What would close it: a faster decoder of the history the model "+
+			"takes, or a faster machine.", r.ns(readU, "ns/op"), r.ns(task, "ns/op"))
 		if c.name == resC {
-			why = fmt.Sprintf("`ink task --resume` reads the file once, and a worker checks every line of it (a resume refuses a transcript "+
-				"damaged anywhere) but decodes only the last 800 KB the model will see (ReadForResume alone: %s in process), and `ink task` "+
-				"itself, two process starts and a model turn, costs %s. The target is an absolute time: this run's `cat` of the file took "+
-				"%s. What would close it: checking the lines before the last compaction once, when they are written, rather than at each "+
-				"resume (an index of checked offsets), or a faster machine.", r.ns(readC, "ns/op"), r.ns(task, "ns/op"), r.ns(c.name, "cat-ns/op"))
+			why = fmt.Sprintf("`ink task --resume` reads the file once: a worker finds every line and checks every assistant line "+
+				"(for the call ids it must not reuse), reads only the start of the other messages before the last compaction, and decodes "+
+				"the last 800 KB the model will see (ReadForResume alone: %s in process), and `ink task` itself, two process starts and a "+
+				"model turn, costs %s. The target is an absolute time: this run's `cat` of the file took %s. What would close it: a faster "+
+				"machine, or an index of call ids written with the transcript.", r.ns(readC, "ns/op"), r.ns(task, "ns/op"), r.ns(c.name, "cat-ns/op"))
 		}
 		row(fmt.Sprintf("resume of a 100 MB transcript (%s) ≤ 0.3 s end to end", c.label), r.ns(c.name, "ns/op"), r.ns(c.name, "cat-ns/op")+" (`cat`)",
 			r.ratio(c.name, "x-cat"), t <= resLimit, why)
@@ -135,9 +136,9 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 	oneX := r.v(resC, "x-one-turn")
 	row("resume of a 100 MB transcript (compacted as ink compacts it) ≤ 2× a one-turn resume", r.ns(resC, "ns/op"),
 		r.ns(resC, "one-turn-ns/op")+" (one-turn resume)", r.ratio(resC, "x-one-turn"), oneX <= 2,
-		fmt.Sprintf("beyond a one-turn resume, the worker checks every line of the 100 MB (a resume refuses a transcript damaged "+
-			"anywhere; ReadForResume alone: %s in process, where a line scan takes %s). What would close it: checking the lines before "+
-			"the last compaction once, when they are written, rather than at each resume.", r.ns(readC, "ns/op"), r.ns(readC, "linescan-ns/op")))
+		fmt.Sprintf("beyond a one-turn resume, the worker scans the 100 MB once and checks every assistant line of it, for the call "+
+			"ids it must not reuse (ReadForResume alone: %s in process, where a line scan takes %s). What would close it: an index of "+
+			"the call ids, written with the transcript, so that a resume reads only the lines after the last compaction.", r.ns(readC, "ns/op"), r.ns(readC, "linescan-ns/op")))
 	besideX := r.v(beside, "x-alone")
 	row("resume beside 100 MB of other sessions ≤ 1.2× the same resume alone", r.ns(beside, "ns/op"),
 		r.ns(beside, "alone-ns/op")+" (alone)", r.ratio(beside, "x-alone"), besideX <= 1.2,
@@ -216,7 +217,8 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 			formatRatio(work), verdict(max(sup, work) <= 1.2))
 	}
 	w("\nIn process, what a worker does to such a transcript with a crash tail before the agent runs again: `session.ReadForResume`\n")
-	w("(every line checked, the history decoded, the rest skimmed), the call/result check on the skeleton, which finds the tail\n")
+	w("(every line found, the entries that are not messages and every assistant line checked, the history decoded, of the other\n")
+	w("messages before it only the start read), the call/result check on the history's skeleton, which finds the tail\n")
 	w("repairable, and the repair (cut the torn line, fsync); and, for comparison, the same with `session.Open`, which decodes every\n")
 	w("line. Floors: `os.ReadFile` and a bufio line scan of the same file.\n\n")
 	w("| transcript | ink | floor: `os.ReadFile` | ratio | target | verdict | floor: line scan | ratio |\n|---|---:|---:|---:|---|---|---:|---:|\n")
@@ -228,8 +230,8 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 			r.ratio(c.name, "x-readfile"), r.ns(c.name, "linescan-ns/op"), r.ratio(c.name, "x-linescan"))
 	}
 	if readX > 3 {
-		w("\nReadForResume misses its target: it checks every byte of every line as JSON, as a reader must, where `os.ReadFile` only copies\n")
-		w("them; what would close it is skimming chunks of the file on both cores.\n")
+		w("\nReadForResume misses its target: it finds every line and checks every assistant line as JSON, where `os.ReadFile` only\n")
+		w("copies the bytes; what would close it is scanning chunks of the file on both cores.\n")
 	}
 
 	w("\n## Leases\n\n")
