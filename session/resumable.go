@@ -51,6 +51,10 @@ type Resumable struct {
 	// lines counts the newlines of the file up to Size, a torn final
 	// line's excluded.
 	lines int
+	// skipped says the quick read was used: lines before the history may
+	// have been read from their start alone (false: every line was
+	// checked, as Open checks it).
+	skipped bool
 	// from is the number of the first line the history may hold: every
 	// message line before it is outside the history, every one from it on
 	// inside.
@@ -312,6 +316,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 	if r.Omitted, err = seg.bound(MaxResumeHistory); err != nil {
 		return nil, err
 	}
+	r.skipped = skip
 	r.skeleton = seg.skeleton(r.calls)
 	r.from = seg.from
 	if len(seg.msgs) > 0 {
@@ -829,9 +834,9 @@ func (l *lineReader) release() []byte {
 }
 
 // next returns the next line and its length n. skip, if not nil, is asked
-// about a line longer than the buffer, given its first lineHead bytes and
-// the offset where it ends; when it says yes, line holds only that start
-// (n is still the line's length).
+// about a line longer than the buffer (never the first line), given its
+// first lineHead bytes and the offset where it ends; when it says yes,
+// line holds only that start (n is still the line's length).
 func (l *lineReader) next(skip func(head []byte, end int64) bool) (line []byte, n int, offset int64, lineNo int, err error) {
 	frag, err := l.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
@@ -844,7 +849,7 @@ func (l *lineReader) next(skip func(head []byte, end int64) bool) (line []byte, 
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, 0, 0, 0, err
 		}
-		if skip != nil && skip(l.head, l.offset+int64(n)) {
+		if skip != nil && l.lineNo > 0 && skip(l.head, l.offset+int64(n)) {
 			l.lineNo++
 			offset = l.offset
 			l.offset += int64(n)

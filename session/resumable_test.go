@@ -43,8 +43,9 @@ func openSeeds(t testing.TB) map[string][]byte {
 // sameAsOpen holds ReadForResume to its contract with Open on the file
 // holding data. When ReadForResume refuses the file, Open refuses it with
 // the same error. When it reads it, its history starts at some line
-// (from); the user and toolResult message lines before it whose start
-// ReadForResume read alone (nonAssistantPrefix) are the skipped lines.
+// (from); when its quick read was used, the user and toolResult message
+// lines before it whose start is as ink writes it (nonAssistantPrefix)
+// are the skipped lines.
 // Then Open, on the file whose skipped lines the skimmer does not accept
 // (damaged, or written as this package never writes) are replaced by
 // intact lines of the same id and role, reads exactly what ReadForResume
@@ -67,7 +68,11 @@ func sameAsOpen(t *testing.T, data []byte) {
 		}
 		return
 	}
-	after, replaced := wholeSkipped(t, data, r.from)
+	var after []byte
+	var replaced []int
+	if r.skipped {
+		after, replaced = wholeSkipped(t, data, r.from)
+	}
 	if after != nil {
 		path = filepath.Join(dir, "whole.jsonl")
 		if err := os.WriteFile(path, after, 0o600); err != nil {
@@ -201,8 +206,9 @@ func answeredIn(msgs []model.Message, id string) bool {
 }
 
 // TestReadForResumeMatchesOpen: on every kind of transcript the seeds hold,
-// and on lines the skimmer must leave to the decoder, the one-pass reader
-// agrees with Open.
+// and on lines the skimmer must leave to the decoder, inside the history,
+// last or before the history, the one-pass reader keeps its contract with
+// Open (sameAsOpen).
 func TestReadForResumeMatchesOpen(t *testing.T) {
 	t.Parallel()
 	for name, data := range openSeeds(t) {
@@ -227,13 +233,27 @@ func TestReadForResumeMatchesOpen(t *testing.T) {
 		"bad number":          `{"type":"message","id":"a","message":{"role":"assistant","toolCalls":[{"id":"c","name":"n","args":{"a":01}}]}}`,
 		"empty lists":         `{"type":"message","id":"a","message":{"role":"toolResult","content":[],"toolCalls":null,"results":[{"toolCallId":"c","toolName":"read","content":"","isError":true}]}}`,
 		"result on assistant": `{"type":"message","id":"a","message":{"role":"assistant","results":[{"toolCallId":"c"}]}}`,
+		// Lines whose body says other than their start: where ReadForResume
+		// reads only the start, the contract replaces them.
+		"role repeated": `{"type":"message","id":"a","message":{"role":"user","content":[{"type":"text","text":"hi"}],"role":"assistant","toolCalls":[{"id":"cx","name":"read"}]}}`,
+		"id repeated":   `{"type":"message","id":"a","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"id":"b"}`,
+		"type repeated": `{"type":"message","id":"a","message":{"role":"toolResult","results":[{"toolCallId":"c"}]},"type":"attempt","phase":"start","attemptId":"x"}`,
+		"cut short":     `{"type":"message","id":"a","message":{"role":"toolResult","results":[{"toolCallId":"c","content":"x`,
 	}
+	after := `{"type":"message","id":"z","message":{"role":"user","content":[{"type":"text","text":"after"}]}}` + "\n"
+	compaction := `{"type":"compaction","id":"k","summary":"earlier","firstKept":"z","tokensBefore":1,"time":"2026-01-02T03:04:05Z"}` + "\n"
 	for name, line := range odd {
-		for _, where := range []string{"interior", "final"} {
+		// interior: a line of the history; final: the last line;
+		// compacted: a line before the history (read from its start alone
+		// when its start is as ink writes it).
+		for _, where := range []string{"interior", "final", "compacted"} {
 			t.Run(name+"/"+where, func(t *testing.T) {
 				data := head + line + "\n"
-				if where == "interior" {
-					data += `{"type":"message","id":"z","message":{"role":"user","content":[{"type":"text","text":"after"}]}}` + "\n"
+				switch where {
+				case "interior":
+					data += after
+				case "compacted":
+					data += after + compaction + after
 				}
 				sameAsOpen(t, []byte(data))
 			})
@@ -241,7 +261,8 @@ func TestReadForResumeMatchesOpen(t *testing.T) {
 	}
 }
 
-// FuzzReadForResume holds the one-pass reader to Open on arbitrary files.
+// FuzzReadForResume holds the one-pass reader to its contract with Open
+// (sameAsOpen) on arbitrary files.
 func FuzzReadForResume(f *testing.F) {
 	for _, data := range openSeeds(f) {
 		f.Add(data)
