@@ -145,8 +145,9 @@ func readFloors(path string, want int64) []floor {
 
 // BenchmarkResumeRead measures what a worker does to a 100 MB transcript
 // with a crash tail before the agent runs again — session.ReadForResume
-// (every line checked, the model's history decoded, the rest skimmed),
-// ScanPairs over the skeleton, which must find the history repairable, and
+// (every line found, every assistant line skimmed, the model's history
+// decoded, of the other messages before it only the start read), ScanPairs
+// over the history's skeleton, which must find it repairable, and
 // the tail's repair (cut the torn line, fsync) — on a transcript compacted
 // as ink compacts it and on one never compacted, whose whole history the
 // model would need. "open" is the same with session.Open, which decodes

@@ -14,15 +14,16 @@ import (
 	"github.com/inkdev/ink/model"
 )
 
-// Resumable is a transcript read for continuing it, in one pass over the
-// file that keeps only what a resume needs: the header; every message's
-// skeleton (its role and the ids and names of its tool calls and results),
-// for the call/result check and the ids a continued run must not reuse;
-// the attempts' summary; and the history the model sees — from the last
-// compaction on — decoded in full. Its memory grows with that history and
-// with the number of messages, not with the size of their contents. It is
-// a snapshot: later appends are not seen. It is not safe for concurrent
-// use.
+// Resumable is a transcript read for continuing it (ReadForResume), in one
+// pass over the file that keeps only what a resume needs: the header; the
+// id and name of every tool call of the file, which a continued run must
+// not reuse; the attempts' summary; the history the model sees — from the
+// last compaction on — decoded in full, and its messages' skeletons (their
+// roles and the ids and names of their tool calls and results) for the
+// call/result check. Its memory grows with that history and with the
+// number of messages since the last compaction and of tool calls, not with
+// the size of their contents. It is a snapshot: later appends are not
+// seen. It is not safe for concurrent use.
 type Resumable struct {
 	Path   string
 	Header Header
@@ -145,9 +146,9 @@ const resumeKeep = 256 << 10
 // model ink knows: no model could take more, and a history that was not
 // compacted for longer (written before ink compacted, or for a model
 // whose window ink did not know) would otherwise make a resume cost what
-// the whole file costs. The transcript keeps every line; the skeleton of
-// every message is still read, so the call/result check and the reserved
-// call ids cover the whole file.
+// the whole file costs. The transcript keeps every line; every assistant
+// line is still skimmed, so the reserved call ids cover the whole file,
+// while of the prompts and results left out only their start is read.
 const MaxResumeHistory = 16 << 20
 
 // Omitted is the part of the history since the last compaction that a

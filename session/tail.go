@@ -34,7 +34,7 @@ var compactionPrefix = []byte(`{"type":"compaction"`)
 // or reached the header. It relies on the field order this package writes
 // ("type" first) and decodes only attempt entries and lines of another
 // shape; a torn final line is left out. It checks nothing else: whoever
-// continues the transcript reads it whole (ReadForResume).
+// continues the transcript reads it (ReadForResume).
 func ReadTail(path string) (Tail, error) {
 	h, err := ReadHeader(path)
 	if err != nil {
