@@ -86,7 +86,7 @@ func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, c
 }
 
 // Launch sends spec to an idle worker, or starts a fresh one when none is
-// ready, and then has the pool refilled (after refillDelay).
+// ready, and then has the pool refilled (see refillDelay).
 // LaunchReady is Launch after ready: a warm worker is started already, so
 // there is nothing to overlap it with but a fresh one's start.
 func (p *warmPool) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
@@ -99,6 +99,13 @@ func (p *warmPool) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready 
 	p.grow()
 	defer p.nudge()
 	return launchReady(ctx, p.fresh, spec, ready)
+}
+
+// idleCount is how many idle workers the pool holds.
+func (p *warmPool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
 }
 
 // peek reports whether an idle worker is waiting.
@@ -194,9 +201,12 @@ func (p *warmPool) shrink() bool {
 	return left
 }
 
-// refillDelay is how long the pool waits after a nudge before it starts
-// workers: a nudge comes with a launch, and the worker just launched should
-// have the CPU for its first steps, not share it with the next one's start.
+// refillDelay is how long a pool that holds idle workers waits after a
+// nudge before it starts more: a nudge comes with a launch, and the worker
+// just launched should have the CPU for its first steps, not share it with
+// the next one's start. A pool with none ready starts at once: it is
+// behind, and a parent calling task back to back would otherwise find it
+// empty again at its next call.
 const refillDelay = 30 * time.Millisecond
 
 // refill starts idle workers, one at a time so as not to crowd the
@@ -222,11 +232,15 @@ func (p *warmPool) refill() {
 		case <-p.wake:
 		}
 		unused.Reset(p.shrinkAfter)
-		delay.Reset(p.delay)
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-delay.C:
+		if p.idleCount() > 0 {
+			// The worker just launched should have the CPU for its first
+			// steps; a pool with none ready is behind and starts at once.
+			delay.Reset(p.delay)
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-delay.C:
+			}
 		}
 		for {
 			p.mu.Lock()

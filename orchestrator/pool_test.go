@@ -349,10 +349,3 @@ type poolLauncher struct {
 func (p *poolLauncher) StartIdle(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
 	return p.starter.StartIdle(ctx, inkHome, dir)
 }
-
-// idleCount is how many idle workers the pool holds.
-func (p *warmPool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
-}

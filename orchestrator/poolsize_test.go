@@ -168,3 +168,37 @@ func TestPoolIdleWhenTheRunCannotDelegate(t *testing.T) {
 		t.Fatalf("a run that cannot delegate asked the pool for %d idle workers and started %d", demand, n)
 	}
 }
+
+// TestPoolBehindStartsAtOnce: a launch that finds the pool empty has it
+// start workers at once, so that a parent calling task back to back finds
+// one at its next call; a pool that still holds one waits refillDelay
+// before it starts more, leaving the CPU to the child just launched.
+func TestPoolBehindStartsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var free, pending atomic.Int32
+		free.Store(8)
+		p, s, fresh := sizedPool(t, 4, &free, &pending)
+		p.Launch(context.Background(), ipc.AttemptSpec{})
+		synctest.Wait()
+		if n, f := len(s.all()), fresh.n.Load(); n != 1 || f != 1 {
+			t.Fatalf("a launch into an empty pool: %d fresh, %d idle started at once; want 1 and 1", f, n)
+		}
+		p.Launch(context.Background(), ipc.AttemptSpec{}) // takes it: empty again, demand 2
+		synctest.Wait()
+		if n := len(s.all()); n != 3 {
+			t.Fatalf("an emptied pool started %d workers at once, want the 2 it asks for", n-1)
+		}
+		p.Launch(context.Background(), ipc.AttemptSpec{}) // takes one: one left, demand 3
+		synctest.Wait()
+		if n := len(s.all()); n != 3 {
+			t.Fatalf("a pool holding a worker started %d more before its delay", n-3)
+		}
+		settle()
+		if idle, n := p.idleCount(), len(s.all()); idle != 3 || n != 5 {
+			t.Fatalf("after the delay: %d idle of %d started, want 3 of 5", idle, n)
+		}
+		if f := fresh.n.Load(); f != 1 {
+			t.Fatalf("%d fresh launches, want only the first", f)
+		}
+	})
+}
