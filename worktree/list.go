@@ -306,10 +306,7 @@ func worktreePaths(inkHome string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list worktrees: %w", err)
 		}
-		names := make(map[string]bool, len(entries))
-		for _, e := range entries {
-			names[e.Name()] = true
-		}
+		names := dirNames(entries)
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasPrefix(name, ".") {
@@ -320,8 +317,8 @@ func worktreePaths(inkHome string) ([]string, error) {
 				if name, ok = strings.CutSuffix(name, ".json"); !ok {
 					continue
 				}
-				if !names[name] && !names[name+".git"] && emptyFile(filepath.Join(dir, e.Name())) {
-					continue // a lone empty record is no worktree (loneEmptyRecord)
+				if loneEmptyRecord(dir, names, e.Name()) {
+					continue // a lone empty record is no worktree
 				}
 			}
 			p := filepath.Join(base, s.Name(), name)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -112,13 +111,7 @@ func Prune(ctx context.Context, inkHome string, opts PruneOptions) (PruneResult,
 		}
 		res.Removed = append(res.Removed, e)
 	}
-	for _, p := range pruneTemps(ctx, inkHome, infos) {
-		if strings.HasPrefix(filepath.Base(p), ".") {
-			res.Temps = append(res.Temps, p)
-		} else {
-			res.EmptyRecords = append(res.EmptyRecords, p)
-		}
-	}
+	res.Temps, res.EmptyRecords = pruneTemps(ctx, inkHome, infos)
 	return res, errors.Join(errs...)
 }
 
@@ -203,12 +196,12 @@ func lastStatus(c *ChildStatus) string {
 
 // pruneTemps deletes stale temporary record files and lone empty records
 // under $INK_HOME/worktrees, each directory under its repository's lock, and
-// removes directories left empty.
-func pruneTemps(ctx context.Context, inkHome string, infos []Info) []string {
+// removes directories left empty. It returns the paths it deleted of each.
+func pruneTemps(ctx context.Context, inkHome string, infos []Info) (temps, empty []string) {
 	base := worktreesDir(homeReal(inkHome))
 	slugs, err := os.ReadDir(base)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	roots := map[string]string{}
 	for _, in := range infos {
@@ -216,7 +209,9 @@ func pruneTemps(ctx context.Context, inkHome string, infos []Info) []string {
 			roots[filepath.Dir(in.Record.Path)] = in.Record.RepoRoot
 		}
 	}
-	var removed []string
+	add := func(t, e []string) {
+		temps, empty = append(temps, t...), append(empty, e...)
+	}
 	for _, s := range slugs {
 		if !s.IsDir() {
 			continue
@@ -224,13 +219,13 @@ func pruneTemps(ctx context.Context, inkHome string, infos []Info) []string {
 		dir := filepath.Join(base, s.Name())
 		if root, ok := roots[dir]; ok {
 			if lk, err := lockRepo(ctx, root); err == nil {
-				removed = append(removed, removeTemps(dir, 0)...)
+				add(removeTemps(dir, 0))
 				lk.unlock()
 			}
 		} else {
-			removed = append(removed, removeTemps(dir, staleTempAge)...)
+			add(removeTemps(dir, staleTempAge))
 		}
 		_ = os.Remove(dir) // only when empty
 	}
-	return removed
+	return temps, empty
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,17 +177,22 @@ func isRecordTemp(name string) bool {
 // writes a record whole from its first instant, so an empty one holds
 // nothing: listings skip it, and Create and Prune delete it with the
 // temporary record files.
-func loneEmptyRecord(dir, name string) bool {
+// names holds the names of dir's entries (dirNames).
+func loneEmptyRecord(dir string, names map[string]bool, name string) bool {
 	id, ok := strings.CutSuffix(name, ".json")
-	if !ok || strings.HasPrefix(name, ".") || checkChildID(id) != nil {
+	if !ok || strings.HasPrefix(name, ".") || checkChildID(id) != nil || names[id] || names[id+".git"] {
 		return false
 	}
-	for _, other := range []string{id, id + ".git"} {
-		if _, err := os.Lstat(filepath.Join(dir, other)); !errors.Is(err, fs.ErrNotExist) {
-			return false
-		}
-	}
 	return emptyFile(filepath.Join(dir, name))
+}
+
+// dirNames is the set of the names of entries.
+func dirNames(entries []os.DirEntry) map[string]bool {
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }
 
 // emptyFile reports whether path is a regular file of zero bytes.
@@ -200,15 +204,19 @@ func emptyFile(path string) bool {
 // removeTemps deletes the temporary record files and lone empty records
 // (loneEmptyRecord) in dir that are at least minAge old (0: all of them;
 // callers then hold the lock of the repository the directory belongs to,
-// so no Create is writing one), and returns the paths it removed.
-func removeTemps(dir string, minAge time.Duration) []string {
+// so no Create is writing one), and returns the paths it removed of each.
+func removeTemps(dir string, minAge time.Duration) (temps, empty []string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var removed []string
+	names := dirNames(entries)
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !isRecordTemp(e.Name()) && !loneEmptyRecord(dir, e.Name()) {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		temp := isRecordTemp(e.Name())
+		if !temp && !loneEmptyRecord(dir, names, e.Name()) {
 			continue
 		}
 		if minAge > 0 {
@@ -218,11 +226,16 @@ func removeTemps(dir string, minAge time.Duration) []string {
 			}
 		}
 		p := filepath.Join(dir, e.Name())
-		if os.Remove(p) == nil {
-			removed = append(removed, p)
+		if os.Remove(p) != nil {
+			continue
+		}
+		if temp {
+			temps = append(temps, p)
+		} else {
+			empty = append(empty, p)
 		}
 	}
-	return removed
+	return temps, empty
 }
 
 // recordFromGit rebuilds the record of an ink worktree from the user's
@@ -316,8 +329,12 @@ func RemoveEmptyRecord(inkHome, childID string) (string, error) {
 		return "", nil
 	}
 	for _, s := range slugs {
+		if !s.IsDir() {
+			continue
+		}
 		dir := filepath.Join(base, s.Name())
-		if !s.IsDir() || !loneEmptyRecord(dir, childID+".json") {
+		entries, err := os.ReadDir(dir)
+		if err != nil || !loneEmptyRecord(dir, dirNames(entries), childID+".json") {
 			continue
 		}
 		p := filepath.Join(dir, childID+".json")
