@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/inkdev/ink/durable"
 )
 
 // Checkout is the git state of a checkout the user works in (not a
@@ -166,17 +168,15 @@ func (c Checkout) Protect(allowWrites bool) (Protection, error) {
 }
 
 // createMissing creates the file path holding content unless something
-// is there already.
+// is there already. The file is whole from its first instant: an empty
+// commondir, which a process killed between creating and writing it
+// would leave, would break git in the user's repository.
 func createMissing(path, content string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := durable.CreateExclusive(durable.OS, path, []byte(content), 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
 		return err
 	}
 	return f.Close()

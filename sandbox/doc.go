@@ -4,7 +4,8 @@
 // the decisions whether this machine can enforce a mode, the network cut
 // and the read-only git directory, the policy of what a command may write,
 // and the hidden `ink sandbox-exec` step that applies a policy and then
-// becomes the command. It imports no other ink package.
+// becomes the command. Of ink it imports only durable, for the files it
+// creates in a git directory to cover them read-only.
 //
 // # Modes
 //
