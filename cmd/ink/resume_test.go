@@ -819,6 +819,58 @@ func TestResumeConcurrent(t *testing.T) {
 	}
 }
 
+// lostChildScript is the script of a main agent that starts a child on a
+// long job, whose first turn runs bash (COUNT and PIDFILE in it replaced
+// by count and pidFile), and of the continued session ("go on") that
+// resumes the child CHILDID (replaced by continueLostChild).
+func lostChildScript(bash, count, pidFile string) string {
+	const rules = `rules:
+  - when: {depth: 0, turn: 1, user: "^start$"}
+    reply:
+      calls: [{tool: task, args: {prompt: "long job"}}]
+  - when: {depth: 1, user: "finish the job"}
+    reply: {text: "job finished after the resume"}
+  - when: {depth: 1, user: "long job", turn: 1}
+    reply:
+      calls: [{tool: bash, args: {command: "BASH"}}]
+  - when: {depth: 0, tool: task, result: "job finished after the resume"}
+    reply: {text: "all done"}
+  - when: {depth: 0, user: "^go on$", turn: 1}
+    reply:
+      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
+`
+	return strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(strings.Replace(rules, "BASH", bash, 1))
+}
+
+// continueLostChild runs `ink run --session mainID "go on"` with body's
+// script resuming childID, requires it to end "all done", and returns its
+// events, the main transcript's path and the contents of its results.
+func continueLostChild(t *testing.T, e *env, body, mainID, childID string) ([]map[string]any, string, []string) {
+	t.Helper()
+	script := e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
+	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
+	}
+	evs := events(t, q.stdout.Bytes())
+	end := ofType(evs, "run.end")
+	if len(end) != 1 || end[0]["text"] != "all done" {
+		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
+	}
+	mainPath := end[0]["transcript"].(string)
+	tr, err := session.Open(mainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range tr.Messages {
+		for _, r := range m.Results {
+			results = append(results, r.Content)
+		}
+	}
+	return evs, mainPath, results
+}
+
 // TestRunSessionAfterHostLoss: ink is SIGKILLed while a child runs a slow
 // bash call; `ink run --session ID "go on"` continues the main session: the
 // model sees the interrupted task call with the child's id, and its
@@ -828,22 +880,7 @@ func TestRunSessionAfterHostLoss(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "sleep.pid")
-	const rules = `rules:
-  - when: {depth: 0, turn: 1, user: "^start$"}
-    reply:
-      calls: [{tool: task, args: {prompt: "long job"}}]
-  - when: {depth: 1, user: "finish the job"}
-    reply: {text: "job finished after the resume"}
-  - when: {depth: 1, user: "long job", turn: 1}
-    reply:
-      calls: [{tool: bash, args: {command: "echo ran >> COUNT; sleep 300 & echo $! > PIDFILE; wait"}}]
-  - when: {depth: 0, tool: task, result: "job finished after the resume"}
-    reply: {text: "all done"}
-  - when: {depth: 0, user: "^go on$", turn: 1}
-    reply:
-      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
-`
-	body := strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(rules)
+	body := lostChildScript("echo ran >> COUNT; sleep 300 & echo $! > PIDFILE; wait", count, pidFile)
 	script := e.write("s.yaml", body)
 	p := e.start("run", "--json", "--model", "script:"+script, "start")
 	mainID := waitForEvent(t, p, "run.start")["session"].(string)
@@ -874,30 +911,9 @@ func TestRunSessionAfterHostLoss(t *testing.T) {
 
 	// The continued session's model resumes the child by its id, which the
 	// answer to the interrupted call shows (checked below).
-	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
-	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
-	if code != 0 {
-		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
-	}
-	evs := events(t, q.stdout.Bytes())
-	end := ofType(evs, "run.end")
-	if len(end) != 1 || end[0]["text"] != "all done" {
-		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
-	}
+	evs, mainPath, results := continueLostChild(t, e, body, mainID, childID)
 	if starts := ofType(evs, "task.start"); len(starts) != 1 || starts[0]["childId"] != childID || starts[0]["resumed"] != true {
 		t.Fatalf("task.start %v, want the resumed child %s", starts, childID)
-	}
-
-	mainPath := end[0]["transcript"].(string)
-	tr, err := session.Open(mainPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var results []string
-	for _, m := range tr.Messages {
-		for _, r := range m.Results {
-			results = append(results, r.Content)
-		}
 	}
 	if len(results) != 2 {
 		t.Fatalf("main results %q", results)
@@ -1583,22 +1599,7 @@ func TestRunSessionAfterEveryProcessKilled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	count, pidFile := filepath.Join(e.dir, "count"), filepath.Join(e.dir, "bash.pid")
-	const rules = `rules:
-  - when: {depth: 0, turn: 1, user: "^start$"}
-    reply:
-      calls: [{tool: task, args: {prompt: "long job"}}]
-  - when: {depth: 1, user: "finish the job"}
-    reply: {text: "job finished after the resume"}
-  - when: {depth: 1, user: "long job", turn: 1}
-    reply:
-      calls: [{tool: bash, args: {command: "echo ran >> COUNT; echo $$ > PIDFILE; sleep 300"}}]
-  - when: {depth: 0, tool: task, result: "job finished after the resume"}
-    reply: {text: "all done"}
-  - when: {depth: 0, user: "^go on$", turn: 1}
-    reply:
-      calls: [{tool: task, args: {resume: "CHILDID", prompt: "finish the job"}}]
-`
-	body := strings.NewReplacer("COUNT", count, "PIDFILE", pidFile).Replace(rules)
+	body := lostChildScript("echo ran >> COUNT; echo $$ > PIDFILE; sleep 300", count, pidFile)
 	script := e.write("s.yaml", body)
 	p := e.start("run", "--json", "--model", "script:"+script, "start")
 	mainID := waitForEvent(t, p, "run.start")["session"].(string)
@@ -1616,27 +1617,7 @@ func TestRunSessionAfterEveryProcessKilled(t *testing.T) {
 	p.wait(t, time.Minute)
 	waitDead(t, []int{mainPid, childPid, bashPid})
 
-	e.write("s.yaml", strings.ReplaceAll(body, "CHILDID", childID))
-	q, code := e.run("run", "--json", "--model", "script:"+script, "--session", mainID, "go on")
-	if code != 0 {
-		t.Fatalf("continue: exit %d\nstderr:\n%s", code, q.stderr.String())
-	}
-	evs := events(t, q.stdout.Bytes())
-	end := ofType(evs, "run.end")
-	if len(end) != 1 || end[0]["text"] != "all done" {
-		t.Fatalf("run.end %v\nstderr:\n%s", end, q.stderr.String())
-	}
-	mainPath := end[0]["transcript"].(string)
-	tr, err := session.Open(mainPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var results []string
-	for _, m := range tr.Messages {
-		for _, r := range m.Results {
-			results = append(results, r.Content)
-		}
-	}
+	_, mainPath, results := continueLostChild(t, e, body, mainID, childID)
 	if len(results) != 2 || !strings.Contains(results[0], "task interrupted after 1 turn: host lost") ||
 		!strings.Contains(results[0], fmt.Sprintf("continue it with task({resume: %q", childID)) {
 		t.Fatalf("main results %q; want the lost call answered host lost with the child's resume id", results)

@@ -18,6 +18,28 @@ import (
 // that appends name to it.
 type counter struct{ path string }
 
+// assertMergedInert runs ink worktrees ls --status, diff and merge on the
+// worktree of child id, whose commit appended "more" to a.txt: each must
+// succeed without running the planted command, and the merge must bring
+// the commit into the checkout.
+func assertMergedInert(t *testing.T, e *env, c counter, id string) {
+	t.Helper()
+	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", id}} {
+		if p, code := e.run(args...); code != 0 {
+			t.Fatalf("ink %s exited %d:\n%s", strings.Join(args, " "), code, p.stderr.String())
+		}
+		c.assertNone(t, "ink "+strings.Join(args, " "))
+	}
+	p, code := e.run("worktrees", "merge", id)
+	c.assertNone(t, "ink worktrees merge")
+	if code != 0 || !strings.Contains(p.stdout.String(), "merged ink/"+id+" into main") {
+		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\nmore\n" {
+		t.Fatalf("a.txt after the merge = %q", data)
+	}
+}
+
 func newCounter(t *testing.T) counter {
 	return counter{path: filepath.Join(t.TempDir(), "ran")}
 }
@@ -225,27 +247,14 @@ func TestWorktreeAttackRepositoryConfig(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(rec.Worktree.Path, ".env")); err != nil || string(data) != "TOKEN=local\n" {
 		t.Fatalf(".env, which .worktreeinclude names, in the worktree = %q, %v", data, err)
 	}
-	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
-		if p, code := e.run(args...); code != 0 {
-			t.Fatalf("ink %s exited %d:\n%s", strings.Join(args, " "), code, p.stderr.String())
-		}
-		c.assertNone(t, "ink "+strings.Join(args, " "))
-	}
-	p, code := e.run("worktrees", "merge", rec.ChildID)
-	c.assertNone(t, "ink worktrees merge")
-	if code != 0 || !strings.Contains(p.stdout.String(), "merged ink/"+rec.ChildID+" into main") {
-		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
-	}
-	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\nmore\n" {
-		t.Fatalf("a.txt after the merge = %q", data)
-	}
+	assertMergedInert(t, e, c, rec.ChildID)
 
 	// A child that changes a file the repository's drivers handle: its
 	// merge is refused, naming the driver, and changes nothing.
 	_, rec = e.wtTask("secret", "echo opened >> x.secret && git commit -qam secret")
 	c.assertNone(t, "a worktree child changing a *.secret file")
 	head := e.wtGit("rev-parse", "HEAD")
-	p, code = e.run("worktrees", "merge", rec.ChildID)
+	p, code := e.run("worktrees", "merge", rec.ChildID)
 	c.assertNone(t, "a refused merge")
 	if code == 0 || !strings.Contains(p.stderr.String(), "defines the filter driver evil, merge driver evil") || !strings.Contains(p.stderr.String(), "\n  x.secret") {
 		t.Fatalf("ink worktrees merge of a driver-handled file exited %d, want a refusal naming the drivers:\n%s", code, p.stderr.String())
@@ -331,20 +340,7 @@ func TestWorktreeAttackNestedRepository(t *testing.T) {
 	if rec.Worktree.Disposition != "kept-work" {
 		t.Fatalf("worktree %+v, want kept-work", rec.Worktree)
 	}
-	for _, args := range [][]string{{"worktrees", "ls", "--status"}, {"worktrees", "diff", rec.ChildID}} {
-		if p, code := e.run(args...); code != 0 {
-			t.Fatalf("ink %s exited %d:\n%s", strings.Join(args, " "), code, p.stderr.String())
-		}
-		c.assertNone(t, "ink "+strings.Join(args, " "))
-	}
-	p, code := e.run("worktrees", "merge", rec.ChildID)
-	c.assertNone(t, "ink worktrees merge")
-	if code != 0 || !strings.Contains(p.stdout.String(), "merged ink/"+rec.ChildID+" into main") {
-		t.Fatalf("ink worktrees merge exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
-	}
-	if data, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(data) != "hello\nmore\n" {
-		t.Fatalf("a.txt after the merge = %q", data)
-	}
+	assertMergedInert(t, e, c, rec.ChildID)
 
 	// The trap is armed: the user's git status looks into the submodule.
 	if out, err := e.gitTry(e.dir, "status", "--short"); err != nil {
