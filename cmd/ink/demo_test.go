@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -134,15 +135,17 @@ var goRunLayouts = map[string]string{
 func goRunCopy(t *testing.T, dir, rel string) string {
 	t.Helper()
 	exe := filepath.Join(dir, rel)
-	data, err := os.ReadFile(inkBin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(exe, data, 0o755); err != nil {
-		t.Fatal(err)
+	// A hard link, or a copy made by another process: a copy written here
+	// would be open for writing while parallel tests fork, and a child
+	// forked in that instant keeps it open until its exec, so that
+	// starting the copy fails with "text file busy".
+	if err := os.Link(inkBin, exe); err != nil {
+		if out, err := exec.Command("cp", inkBin, exe).CombinedOutput(); err != nil {
+			t.Fatalf("copy the ink binary: %v\n%s", err, out)
+		}
 	}
 	return exe
 }
