@@ -159,6 +159,14 @@ type Config struct {
 	// can). The pool is shut down when Run returns, by Close and by
 	// KillAll.
 	WarmWorkers int
+	// FirstWorker says the front end launches one agent locally at once
+	// (`ink run`'s main agent, `ink task`'s child): New starts a worker
+	// for it in the background, so that its process start runs beside
+	// the front end's own work (see firstWorker). An agent that never
+	// launches leaves it to Close. It needs a launcher that can start
+	// idle workers (the default one can); it is not used with
+	// RemoteCommand or RemoteLauncher, whose children may not run here.
+	FirstWorker bool
 	// Store is what the supervisor reads of the state its workers own
 	// (transcripts, attempt records, leases) and the transcripts it writes
 	// itself (a lost attempt's end, a shell session); nil is INK_HOME's
@@ -187,6 +195,9 @@ type Orchestrator struct {
 	store  Store      // cfg.Store or the files of INK_HOME
 	ws     Workspaces // cfg.Workspaces or package worktree
 	pool   *warmPool  // nil without WarmWorkers
+	// first is the first agent's worker, started by New (nil without
+	// Config.FirstWorker).
+	first  *firstWorker
 	window *window
 	pub    publisher
 	live   liveSet
@@ -208,6 +219,8 @@ type Orchestrator struct {
 	// namespaces finds, once, how bash gets the mount namespace that keeps
 	// the checkout's git state read-only (sandbox.ProbeNamespaces).
 	namespaces func() (sandbox.Namespaces, error)
+	// probing holds namespaces run ahead (probeAhead) until it is done.
+	probing sync.WaitGroup
 }
 
 // New checks cfg and returns an Orchestrator.
@@ -284,6 +297,9 @@ func New(cfg Config) (*Orchestrator, error) {
 		o.launcher = o.pool
 		o.window.onFree = o.pool.nudge
 	}
+	if starter, ok := launcher.(ipc.IdleStarter); ok && cfg.FirstWorker && o.remote == nil {
+		o.first = startFirstWorker(starter, cfg.InkHome, cfg.Cwd)
+	}
 	if pl, ok := launcher.(*local.Launcher); ok {
 		pl.Warn = func(text string) { o.Warn("", text) }
 	}
@@ -327,11 +343,15 @@ func (o *Orchestrator) KillAll() {
 	o.live.killAll()
 }
 
-// Close ends the idle workers of the warm pool (Config.WarmWorkers), if
-// any, and waits for them; running workers are not touched. Call it when
-// the front end stops starting children; Run calls it when it returns.
-// Launching after Close starts fresh workers. It is idempotent.
+// Close ends the idle workers of the warm pool (Config.WarmWorkers) and the
+// first worker (Config.FirstWorker) if no agent took it, waits for them
+// and for the sandbox check run ahead (probeAhead); running workers are
+// not touched. Call it when the front end stops starting children; Run
+// calls it when it returns. Launching after Close starts fresh workers.
+// It is idempotent.
 func (o *Orchestrator) Close() {
+	o.first.close()
+	o.probing.Wait()
 	if o.pool != nil {
 		o.pool.close()
 	}

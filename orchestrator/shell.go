@@ -61,6 +61,11 @@ func (o *Orchestrator) Task(ctx context.Context, opts TaskOptions) (TaskResult, 
 	if opts.Args.Resume == nil && opts.Parent != "" {
 		return TaskResult{}, fmt.Errorf("%w: --parent only goes with --resume", ErrBadInput)
 	}
+	if w := opts.Args.Worktree; w == nil || !*w {
+		// The child's sandbox decision needs it; it runs beside the
+		// shell session's creation and the child's worker start.
+		o.probeAhead(o.cfg.Cwd)
+	}
 	p := o.NewParent(ParentOptions{Label: "shell", Shell: true})
 	defer p.Close(nil)
 	if id := opts.Args.Resume; id != nil {

@@ -181,6 +181,11 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 		// waits for its first task call (noteTaskCalls).
 		launcher = o.pool.fresh
 	}
+	if spec.Remote == nil {
+		if idle := o.first.take(ctx); idle != nil {
+			launcher = prestarted{idle: idle, next: launcher}
+		}
+	}
 	w, err := launchReady(ctx, launcher, spec, ar.launchReady)
 	if err != nil {
 		res.Status, res.Reason = StatusCrash, fmt.Sprintf("could not start the worker: %v", err)

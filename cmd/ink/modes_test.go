@@ -581,19 +581,25 @@ var modeScenarios = []scenario{
 		waitFor(t, p, func(ev map[string]any) bool {
 			return ev["type"] == "tool.start" && ev["agent"] == "main/1" && strings.Contains(fmt.Sprint(ev["args"]), "while")
 		})
-		// The main agent's row shows the same count: the child's own row
-		// is the one that must.
+		// The main agent's row shows the same count once its next
+		// heartbeat wrote it (a lease record carries what is left): the
+		// child's own row is the one that must.
 		want := int64(100_000 - 1_100 - 2_200 - 2)
-		var child map[string]any
-		for deadline := time.Now().Add(20 * time.Second); child == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var child, main map[string]any
+		for deadline := time.Now().Add(20 * time.Second); (child == nil || main == nil) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			for _, row := range e.jsonLines(0, "status", "--json") {
-				if b, _ := row["budget"].(map[string]any); row["agent"] == "main/1" && b != nil && int64(num(b, "remaining")) == want && num(b, "limit") == 100_000 {
-					child = row
+				if b, _ := row["budget"].(map[string]any); b != nil && int64(num(b, "remaining")) == want && num(b, "limit") == 100_000 {
+					switch row["agent"] {
+					case "main/1":
+						child = row
+					case "main":
+						main = row
+					}
 				}
 			}
 		}
-		if child == nil {
-			t.Errorf("ink status --json never showed the child main/1 with %d of 100000 left: %v", want, e.jsonLines(0, "status", "--json"))
+		if child == nil || main == nil {
+			t.Errorf("ink status --json never showed the main agent and its child main/1 with %d of 100000 left: %v", want, e.jsonLines(0, "status", "--json"))
 		}
 		line := fmt.Sprintf("budget %s of %s left", orchestrator.CompactTokens(want), orchestrator.CompactTokens(100_000))
 		if sp, _ := e.run("status"); strings.Count(sp.stdout.String(), line) != 2 {

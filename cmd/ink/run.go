@@ -31,7 +31,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			}
 			// The main agent delegates only with --max-depth 1 or more.
 			delegates := g.maxDepth >= 1
-			pre := preflight{watchProfiles: delegates, warmWorkers: delegates}
+			pre := preflight{watchProfiles: delegates, warmWorkers: delegates, firstWorker: true}
 			if g.session != "" {
 				pre.check = func(_ context.Context, _ *agents.Set, cwd string, _ model.Binding) error {
 					return checkMainSession(g.session, cwd)

@@ -53,6 +53,9 @@ type preflight struct {
 	// each one a process start.
 	watchProfiles bool
 	warmWorkers   bool
+	// firstWorker: the command launches its first agent at once, so its
+	// worker starts beside the rest of the set-up (Config.FirstWorker).
+	firstWorker bool
 
 	// secrets are secrets of the run beside its environment's (the token
 	// of `ink mcp --http`), redacted like them.
@@ -173,6 +176,7 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	if pre.warmWorkers {
 		cfg.WarmWorkers = orchestrator.DefaultWarmWorkers
 	}
+	cfg.FirstWorker = pre.firstWorker && remote == "" && kr == nil
 	if len(pre.secrets) > 0 {
 		cfg.Secrets = append(secret.FromEnviron(cfg.Environ), pre.secrets...)
 	}

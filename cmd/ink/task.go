@@ -64,8 +64,9 @@ func newTaskCmd(g *globals) *cobra.Command {
 				return usageErr("--parent names the session that owns the child to resume; it goes with --resume ID")
 			}
 			// The child delegates in turn only with --max-depth 2 or more;
-			// a one-shot task starts no worker ahead.
-			pre := preflight{watchProfiles: g.maxDepth >= 2, check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
+			// a one-shot task keeps no warm pool, but its child's worker
+			// starts beside the rest of the set-up.
+			pre := preflight{watchProfiles: g.maxDepth >= 2, firstWorker: targs.Resume == nil, check: func(ctx context.Context, set *agents.Set, cwd string, b model.Binding) error {
 				return checkTaskInput(ctx, set, cwd, b, targs)
 			}}
 			var found *orchestrator.Resumed
