@@ -16,7 +16,8 @@ import (
 // write, and no more than logMaxTotal of them, the oldest going first; and
 // the supervisors' own ink.log up to hostLogMax, after which it becomes
 // ink.log.1 (replacing the previous one). `ink run` and `ink task` prune
-// when they start.
+// as they start, beside their first agent's start, and wait for it as they
+// end.
 const (
 	logMaxAge   = 14 * 24 * time.Hour
 	logMaxTotal = 256 << 20

@@ -145,8 +145,19 @@ func setup(ctx context.Context, g *globals, pre preflight) (*runEnv, error) {
 	}
 
 	// Every input is good: from here on ink writes.
-	pruneLogs(filepath.Join(home, "logs"), time.Now())
-	log, closeLog := logger(home)
+	// Pruning old session logs stats every one of them: it runs beside
+	// the run, never before its first worker, and the run waits for it
+	// only as it ends.
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		pruneLogs(filepath.Join(home, "logs"), time.Now())
+	}()
+	log, closeLogFile := logger(home)
+	closeLog := func() {
+		closeLogFile()
+		<-pruned
+	}
 	display := console.NewDisplay(os.Stderr, !g.json && isTerminal(os.Stderr))
 	display.SetVerbose(g.verbose)
 	sink := display.Handle
