@@ -1039,3 +1039,41 @@ func TestProviderRetriesExhausted(t *testing.T) {
 		t.Fatalf("reason %q lacks the provider's message or the give-up note", reason)
 	}
 }
+
+// TestRequestStaysSmall: the first request of an agent asked to say OK —
+// its system prompt, its tools' schemas, the prompt — is no bigger than
+// it was before the prompts grew: every byte of it is paid on every turn.
+// A child that cannot delegate (`ink task`, `ink run --max-depth 0`)
+// stays within 7.17 KB; a main agent that may delegate adds the task
+// tools (task, task_status, task_wait, task_cancel) and the delegation
+// section: 11.7 KB, held to 11.8 KB (paths in it vary in length).
+func TestRequestStaysSmall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		limit int
+	}{
+		{"ink task", []string{"task"}, 7170},
+		{"ink run --max-depth 0", []string{"run", "--max-depth", "0"}, 7170},
+		{"ink run", []string{"run"}, 11800},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newFakeProvider(t, func(n int, s seen) reply { return antText("OK", 100, 1) })
+			e := providerEnv(t, "ANTHROPIC_API_KEY="+fakeAnthropicKey, "ANTHROPIC_BASE_URL="+srv.srv.URL)
+			p, code := e.run(append(tc.args, "--model", "anthropic/claude-test", "say OK")...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.snapshot(), p.stderr.String())
+			}
+			reqs := srv.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests, want 1", len(reqs))
+			}
+			t.Logf("request body: %d bytes", len(reqs[0].body))
+			if n := len(reqs[0].body); n > tc.limit {
+				t.Errorf("the request for \"say OK\" is %d bytes, more than %d:\n%s", n, tc.limit, reqs[0].body)
+			}
+		})
+	}
+}
