@@ -113,8 +113,21 @@ type wireCompaction struct {
 func decodeEntry(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	if bytes.HasPrefix(line, messagePrefix) {
-		// A message line as this package writes it decodes in one pass;
-		// anything else takes the general path, which also words the error.
+		// A message line as this package writes it decodes in one pass
+		// (decode.go); anything else takes the general path, which also
+		// words the error.
+		if e, err := decodeMessageLine(line); err == nil {
+			return e, nil
+		}
+	}
+	return decodeEntryJSON(line)
+}
+
+// decodeEntryJSON is decodeEntry by encoding/json alone: the judge of every
+// line, and the path of every line decodeMessageLine does not take.
+func decodeEntryJSON(line []byte) (Entry, error) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if bytes.HasPrefix(line, messagePrefix) {
 		var w wireMessage
 		if json.Unmarshal(line, &w) == nil && w.Type == EntryMessage && w.ID != "" {
 			return messageEntry(w)

@@ -314,6 +314,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: n, Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
+	seg.win = lr.release()[:0] // a buffer to reuse, holding nothing yet
 	if r.Omitted, err = seg.bound(MaxResumeHistory); err != nil {
 		return nil, err
 	}
@@ -323,7 +324,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 	if len(seg.msgs) > 0 {
 		r.from = seg.msgs[0].line
 	}
-	if r.view, r.Clipped, err = seg.decode(lr.release()); err != nil {
+	if r.view, r.Clipped, err = seg.decode(); err != nil {
 		return nil, err
 	}
 	for _, m := range seg.msgs {
@@ -417,6 +418,10 @@ type historySegment struct {
 	// decoded, until decode takes them.
 	long map[int64]decodedLine
 	buf  []byte // check's buffer
+	// win holds the file's bytes from winAt on: whole message lines that
+	// load reads a few MiB at a time, from the end of the history back.
+	win   []byte
+	winAt int64
 	// from is the number of the line after the last compaction's (2
 	// before any compaction).
 	from int
@@ -432,6 +437,9 @@ type segmentMessage struct {
 	// start alone was read (nonAssistantPrefix) is checked only when the
 	// history needs it.
 	skel *model.Message
+	// msg is the message decoded, once load has (nil before, and for a
+	// line past MaxResumeLine, which decodeLong holds clipped).
+	msg *model.Message
 }
 
 func (s *historySegment) message(m segmentMessage) {
@@ -504,7 +512,8 @@ func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
 }
 
 // bound keeps of the history only its most recent messages that fit in
-// budget bytes of what the model sees, as a compaction keeps a tail: it
+// budget bytes of what the model sees, as a compaction keeps a tail, and
+// decodes (load) every message it weighs, the ones it keeps among them: it
 // starts at a user or assistant message, and every result in it has its
 // call in it. When no such start fits, the latest one is kept, whatever
 // its size. A message counts the length of its line, or, for a line past
@@ -524,7 +533,7 @@ func (s *historySegment) bound(budget int64) (*Omitted, error) {
 	var size int64
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		m := s.msgs[i]
-		skel, err := s.check(i)
+		skel, err := s.load(i)
 		if err != nil {
 			return nil, err
 		}
@@ -619,13 +628,58 @@ func (s *historySegment) compaction(e Entry, line int) error {
 	return nil
 }
 
-// decodeChunk bounds how much of the history decode reads at once.
+// decodeChunk bounds how much of the history load reads at once.
 const decodeChunk = 4 << 20
 
-// decode reads the messages of the history from f, a few MiB at a time,
-// and builds the View, clipping the messages whose line passes
-// MaxResumeLine. buf, if not nil, is a buffer to reuse.
-func (s *historySegment) decode(buf []byte) (*View, []ClippedLine, error) {
+// load reads and decodes the message line msgs[i] if it has not been, and
+// returns its skeleton; a line past MaxResumeLine is only checked (check;
+// decodeLong decodes it). It reads whole message lines a few MiB at a
+// time, the one asked for last: bound asks for them from the end of the
+// history back. A line that does not decode, or is not the message its
+// start said, is an error, as in check.
+func (s *historySegment) load(i int) (model.Message, error) {
+	m := &s.msgs[i]
+	if m.length > MaxResumeLine {
+		return s.check(i)
+	}
+	if m.msg != nil {
+		return *m.skel, nil
+	}
+	end := m.offset + int64(m.length)
+	if m.offset < s.winAt || end > s.winAt+int64(len(s.win)) {
+		start := m.offset
+		for j := i - 1; j >= 0 && s.msgs[j].length <= MaxResumeLine && end-s.msgs[j].offset <= decodeChunk; j-- {
+			start = s.msgs[j].offset
+		}
+		n := int(end - start)
+		s.win = slices.Grow(s.win[:0], n)[:n]
+		s.winAt = start
+		if _, err := s.f.ReadAt(s.win, start); err != nil {
+			s.win = s.win[:0]
+			return model.Message{}, fmt.Errorf("read transcript %s: %w", s.path, err)
+		}
+	}
+	e, err := decodeEntry(s.win[m.offset-s.winAt : end-s.winAt])
+	switch {
+	case m.skel != nil && (err != nil || e.Message == nil || e.ID != m.id):
+		// The line checked when the file was scanned.
+		return model.Message{}, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
+	case err != nil:
+		return model.Message{}, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", s.path, m.line, err)
+	case e.Message == nil || e.ID != m.id || e.Message.Role != m.role:
+		return model.Message{}, fmt.Errorf("%s:%d: the line is not the %s message %s its start says", s.path, m.line, m.role, m.id)
+	}
+	m.msg = e.Message
+	if m.skel == nil {
+		skel := skeletonOf(*e.Message)
+		m.skel = &skel
+	}
+	return *m.skel, nil
+}
+
+// decode builds the View from the messages of the history, which bound
+// decoded (load), clipping the messages whose line passes MaxResumeLine.
+func (s *historySegment) decode() (*View, []ClippedLine, error) {
 	var clipped []ClippedLine
 	v := &View{}
 	if s.summary != nil {
@@ -651,31 +705,14 @@ func (s *historySegment) decode(buf []byte) (*View, []ClippedLine, error) {
 			i++
 			continue
 		}
-		// Read whole message lines from i on, up to a chunk (at least one),
-		// stopping before a line past MaxResumeLine.
-		start := s.msgs[i].offset
-		j := i + 1
-		for j < len(s.msgs) && s.msgs[j].length <= MaxResumeLine && s.msgs[j].offset+int64(s.msgs[j].length)-start <= decodeChunk {
-			j++
+		if _, err := s.load(i); err != nil {
+			return nil, nil, err
 		}
-		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
-		buf = slices.Grow(buf[:0], n)[:n]
-		if _, err := s.f.ReadAt(buf, start); err != nil {
-			return nil, nil, fmt.Errorf("read transcript %s: %w", s.path, err)
-		}
-		for ; i < j; i++ {
-			m := s.msgs[i]
-			e, err := decodeEntry(buf[m.offset-start : m.offset-start+int64(m.length)])
-			if err != nil || e.Message == nil || e.ID != m.id {
-				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
-			}
-			v.msgs = append(v.msgs, *e.Message)
-			v.ids = append(v.ids, e.ID)
-		}
-		if n > decodeChunk {
-			buf = nil // a long line's buffer, used: let it go
-		}
+		v.msgs = append(v.msgs, *s.msgs[i].msg)
+		v.ids = append(v.ids, s.msgs[i].id)
+		i++
 	}
+	s.win = nil
 	return v, clipped, nil
 }
 
