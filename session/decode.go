@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/inkdev/ink/model"
 )
@@ -26,10 +26,10 @@ import (
 // accepts, encoding/json accepts with the same entry (FuzzDecodeMessage).
 
 // decodeMessageLine decodes a message entry line (without or with "\n")
-// as decodeEntry does. errSkim (or any error) means the line must go to
-// encoding/json.
-func decodeMessageLine(line []byte) (Entry, error) {
-	s := &skimmer{b: bytes.TrimSuffix(line, []byte("\n"))}
+// as decodeEntry does, its texts into a (nil: each its own allocation).
+// errSkim (or any error) means the line must go to encoding/json.
+func decodeMessageLine(line []byte, a *arena) (Entry, error) {
+	s := &skimmer{b: bytes.TrimSuffix(line, []byte("\n")), arena: a}
 	var typ, id string
 	var m model.Message
 	hasMsg := false
@@ -224,16 +224,57 @@ func compactArgs(raw []byte) json.RawMessage {
 }
 
 // string reads a string value (null is not judged here) and returns it as
-// encoding/json decodes it.
+// encoding/json decodes it, in the skimmer's arena if it has one.
 func (s *skimmer) string() (string, error) {
 	raw, esc, err := s.str()
 	if err != nil {
 		return "", err
 	}
+	if s.arena != nil {
+		return s.arena.string(raw, esc), nil
+	}
 	if !esc && utf8.Valid(raw) {
 		return string(raw), nil
 	}
 	return unquote(raw), nil
+}
+
+// arena holds decoded texts in a few large buffers, backed by huge pages
+// where the system allows (adviseHuge): the strings of a resume's history
+// cost a page fault every 2 MiB instead of every 4 KiB, which in a fresh
+// process is most of what they cost. Its bytes, once handed out, are never
+// written again; a string keeps its whole buffer alive.
+type arena struct {
+	buf  []byte
+	size int // the size of the next buffer
+}
+
+// newArena returns an arena for about n bytes of texts.
+func newArena(n int) *arena { return &arena{size: n} }
+
+// string returns the content of a JSON string that str read, decoded as
+// unquote decodes it (esc: it holds an escape), in the arena. A string
+// that does not fit what is left of the buffer starts a new one (one that
+// grows past it, as invalid UTF-8 replaced may, grows as a slice does:
+// the strings already handed out keep the old one).
+func (a *arena) string(raw []byte, esc bool) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if cap(a.buf)-len(a.buf) < len(raw) {
+		a.buf = make([]byte, 0, max(a.size, len(raw)))
+		adviseHuge(a.buf)
+	}
+	start := len(a.buf)
+	if !esc && utf8.Valid(raw) {
+		a.buf = append(a.buf, raw...)
+	} else {
+		a.buf = appendUnquoted(a.buf, raw)
+	}
+	if len(a.buf) == start {
+		return ""
+	}
+	return unsafe.String(&a.buf[start], len(a.buf)-start)
 }
 
 // int64 reads a number that fits an int64 without a fraction.
@@ -261,29 +302,34 @@ func (s *skimmer) bool() (bool, error) {
 // checked) as encoding/json decodes it: escapes replaced, invalid UTF-8
 // and lone surrogates replaced by U+FFFD.
 func unquote(raw []byte) string {
-	var b strings.Builder
-	b.Grow(len(raw))
+	b := appendUnquoted(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// appendUnquoted appends to b the content of a JSON string that str read,
+// as unquote decodes it.
+func appendUnquoted(b, raw []byte) []byte {
 	for len(raw) > 0 {
 		i := bytes.IndexByte(raw, '\\')
 		if i < 0 {
-			writeUTF8(&b, raw)
+			b = appendUTF8(b, raw)
 			break
 		}
-		writeUTF8(&b, raw[:i])
+		b = appendUTF8(b, raw[:i])
 		raw = raw[i:]
 		c := raw[1]
 		raw = raw[2:]
 		switch c {
 		case 'b':
-			b.WriteByte('\b')
+			b = append(b, '\b')
 		case 'f':
-			b.WriteByte('\f')
+			b = append(b, '\f')
 		case 'n':
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		case 'r':
-			b.WriteByte('\r')
+			b = append(b, '\r')
 		case 't':
-			b.WriteByte('\t')
+			b = append(b, '\t')
 		case 'u':
 			r := hex4(raw)
 			raw = raw[4:]
@@ -294,17 +340,17 @@ func unquote(raw []byte) string {
 				}
 				if d := utf16.DecodeRune(r, next); d != unicode.ReplacementChar {
 					raw = raw[6:]
-					b.WriteRune(d)
+					b = utf8.AppendRune(b, d)
 					continue
 				}
 				r = unicode.ReplacementChar
 			}
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		default: // '"', '\\', '/'
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	return b.String()
+	return b
 }
 
 // hex4 reads four hex digits (-1 if they are not).
@@ -326,19 +372,19 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// writeUTF8 writes p with each byte of invalid UTF-8 replaced by U+FFFD.
-func writeUTF8(b *strings.Builder, p []byte) {
+// appendUTF8 appends p with each byte of invalid UTF-8 replaced by U+FFFD.
+func appendUTF8(b, p []byte) []byte {
 	if utf8.Valid(p) {
-		b.Write(p)
-		return
+		return append(b, p...)
 	}
 	for len(p) > 0 {
 		r, n := utf8.DecodeRune(p)
 		if r == utf8.RuneError && n == 1 {
-			b.WriteRune(utf8.RuneError)
+			b = utf8.AppendRune(b, utf8.RuneError)
 		} else {
-			b.Write(p[:n])
+			b = append(b, p[:n]...)
 		}
 		p = p[n:]
 	}
+	return b
 }

@@ -54,13 +54,20 @@ func decodeSeeds(t testing.TB) [][]byte {
 }
 
 // FuzzDecodeMessage: a line the message decoder accepts is one
-// encoding/json accepts (decodeEntryJSON), with the same entry.
+// encoding/json accepts (decodeEntryJSON), with the same entry, its texts
+// decoded each on its own or into an arena (one of a few bytes, so that
+// they span its buffers).
 func FuzzDecodeMessage(f *testing.F) {
 	for _, line := range decodeSeeds(f) {
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		e, err := decodeMessageLine(line)
+		e, err := decodeMessageLine(line, nil)
+		a := newArena(7)
+		ea, aerr := decodeMessageLine(line, a)
+		if (err == nil) != (aerr == nil) || !reflect.DeepEqual(e, ea) {
+			t.Fatalf("decoded %+v (%v), into an arena %+v (%v), of %q", e, err, ea, aerr, line)
+		}
 		if err != nil {
 			return
 		}
@@ -87,13 +94,16 @@ func TestDecodeMessageTakesWhatInkWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeMessageLine(line)
+		got, err := decodeMessageLine(line, nil)
 		if err != nil {
 			t.Fatalf("the message decoder leaves to encoding/json a line ink writes: %q", line)
 		}
 		want, err := decodeEntryJSON(line)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("decoded %+v, encoding/json %+v (%v), of %q", got, want, err, line)
+		}
+		if in, err := decodeEntryIn(line, newArena(64)); err != nil || !reflect.DeepEqual(in, want) {
+			t.Fatalf("decoded into an arena %+v (%v), encoding/json %+v, of %q", in, err, want, line)
 		}
 	}
 	for _, line := range decodeSeeds(t) {

@@ -111,12 +111,18 @@ type wireCompaction struct {
 
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
+	return decodeEntryIn(line, nil)
+}
+
+// decodeEntryIn is decodeEntry, the texts of a message line decoded into a
+// (nil: each its own allocation).
+func decodeEntryIn(line []byte, a *arena) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	if bytes.HasPrefix(line, messagePrefix) {
 		// A message line as this package writes it decodes in one pass
 		// (decode.go); anything else takes the general path, which also
 		// words the error.
-		if e, err := decodeMessageLine(line); err == nil {
+		if e, err := decodeMessageLine(line, a); err == nil {
 			return e, nil
 		}
 	}

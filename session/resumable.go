@@ -422,6 +422,9 @@ type historySegment struct {
 	// load reads a few MiB at a time, from the end of the history back.
 	win   []byte
 	winAt int64
+	// arena holds the texts of the messages load decodes, which the View
+	// will hold, in buffers the size of the history the model may take.
+	arena *arena
 	// from is the number of the line after the last compaction's (2
 	// before any compaction).
 	from int
@@ -531,6 +534,11 @@ func (s *historySegment) bound(budget int64) (*Omitted, error) {
 	}
 	start, earliest, over := -1, len(s.msgs), false
 	var size int64
+	for _, m := range s.msgs {
+		size += int64(m.length)
+	}
+	s.arena = newArena(int(min(size, budget)))
+	size = 0
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		m := s.msgs[i]
 		skel, err := s.load(i)
@@ -652,14 +660,18 @@ func (s *historySegment) load(i int) (model.Message, error) {
 			start = s.msgs[j].offset
 		}
 		n := int(end - start)
-		s.win = slices.Grow(s.win[:0], n)[:n]
+		if cap(s.win) < n {
+			s.win = make([]byte, 0, max(n, 1<<20))
+			adviseHuge(s.win)
+		}
+		s.win = s.win[:n]
 		s.winAt = start
 		if _, err := s.f.ReadAt(s.win, start); err != nil {
 			s.win = s.win[:0]
 			return model.Message{}, fmt.Errorf("read transcript %s: %w", s.path, err)
 		}
 	}
-	e, err := decodeEntry(s.win[m.offset-s.winAt : end-s.winAt])
+	e, err := decodeEntryIn(s.win[m.offset-s.winAt:end-s.winAt], s.arena)
 	switch {
 	case m.skel != nil && (err != nil || e.Message == nil || e.ID != m.id):
 		// The line checked when the file was scanned.
