@@ -240,7 +240,7 @@ func (s *skimmer) string() (string, error) {
 }
 
 // arena holds decoded texts in a few large buffers, backed by huge pages
-// where the system allows (adviseHuge): the strings of a resume's history
+// where the system allows (hugeBuffer): the strings of a resume's history
 // cost a page fault every 2 MiB instead of every 4 KiB, which in a fresh
 // process is most of what they cost. Its bytes, once handed out, are never
 // written again; a string keeps its whole buffer alive.
@@ -262,8 +262,7 @@ func (a *arena) string(raw []byte, esc bool) string {
 		return ""
 	}
 	if cap(a.buf)-len(a.buf) < len(raw) {
-		a.buf = make([]byte, 0, max(a.size, len(raw)))
-		adviseHuge(a.buf)
+		a.buf = hugeBuffer(max(a.size, len(raw)))
 	}
 	start := len(a.buf)
 	if !esc && utf8.Valid(raw) {

@@ -2,5 +2,5 @@
 
 package session
 
-// adviseHuge is a no-op where transparent huge pages are not known.
-func adviseHuge(b []byte) {}
+// hugeBuffer returns an empty buffer of capacity n.
+func hugeBuffer(n int) []byte { return make([]byte, 0, n) }

@@ -232,7 +232,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 	}
 	r := &Resumable{Path: path, Size: size}
 	seg := historySegment{f: f, path: path, from: 2}
-	lr := newLineReader(io.LimitReader(f, size), f)
+	lr := newLineReader(io.LimitReader(f, size), f, size)
 	// skippable says whether the line that starts with head and ends at
 	// end may be left unread past its start.
 	skippable := func(head []byte, end int64) bool {
@@ -661,8 +661,7 @@ func (s *historySegment) load(i int) (model.Message, error) {
 		}
 		n := int(end - start)
 		if cap(s.win) < n {
-			s.win = make([]byte, 0, max(n, 1<<20))
-			adviseHuge(s.win)
+			s.win = hugeBuffer(max(n, 1<<20))
 		}
 		s.win = s.win[:n]
 		s.winAt = start
@@ -857,7 +856,7 @@ func (r *Resumable) OpenWriter(fsys durable.FS) (*Writer, error) {
 // line's start, that it needs no more of it. A returned line is valid
 // until the next call.
 type lineReader struct {
-	r       *bufio.Reader
+	r       *lineBuf
 	ra      io.ReaderAt // the same bytes as r, by offset from r's start
 	offset  int64
 	lineNo  int
@@ -872,8 +871,71 @@ const lineBuffer = 4 << 20
 // lineHead is how much of a long line's start skip is given.
 const lineHead = 512
 
-func newLineReader(r io.Reader, ra io.ReaderAt) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, lineBuffer), ra: ra}
+// newLineReader returns a lineReader of r, which holds size bytes (-1:
+// unknown); its buffer is the smaller of lineBuffer and what r holds.
+func newLineReader(r io.Reader, ra io.ReaderAt, size int64) *lineReader {
+	n := lineBuffer
+	if size >= 0 && size < lineBuffer {
+		n = int(size) + 1 // room for all of it: no line is long
+	}
+	return &lineReader{r: &lineBuf{rd: r, buf: hugeBuffer(n)[:n]}, ra: ra}
+}
+
+// lineBuf is bufio.Reader's ReadSlice over a buffer from hugeBuffer: the
+// buffer a long transcript is scanned through costs a fresh process a
+// few page faults, not one every 4 KiB.
+type lineBuf struct {
+	rd   io.Reader
+	buf  []byte
+	r, w int // read and write positions in buf
+	err  error
+}
+
+// readSlice is bufio.Reader.ReadSlice: the bytes up to and including the
+// next delim, valid until the next call; bufio.ErrBufferFull with the
+// whole buffer when it holds no delim; else what is left and the read's
+// error.
+func (b *lineBuf) readSlice(delim byte) ([]byte, error) {
+	searched := 0
+	for {
+		if i := bytes.IndexByte(b.buf[b.r+searched:b.w], delim); i >= 0 {
+			line := b.buf[b.r : b.r+searched+i+1]
+			b.r += searched + i + 1
+			return line, nil
+		}
+		if b.err != nil {
+			line, err := b.buf[b.r:b.w], b.err
+			b.r, b.err = b.w, nil
+			return line, err
+		}
+		if b.w-b.r == len(b.buf) {
+			b.r = b.w
+			return b.buf, bufio.ErrBufferFull
+		}
+		searched = b.w - b.r
+		b.fill()
+	}
+}
+
+// fill moves what is unread to the buffer's start and reads once more.
+func (b *lineBuf) fill() {
+	if b.r > 0 {
+		copy(b.buf, b.buf[b.r:b.w])
+		b.w -= b.r
+		b.r = 0
+	}
+	for range 100 {
+		n, err := b.rd.Read(b.buf[b.w:])
+		b.w += n
+		if err != nil {
+			b.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	b.err = io.ErrNoProgress
 }
 
 // release hands over the buffer of long lines, for the caller to reuse.
@@ -888,12 +950,12 @@ func (l *lineReader) release() []byte {
 // first lineHead bytes and the offset where it ends; when it says yes,
 // line holds only that start (n is still the line's length).
 func (l *lineReader) next(skip func(head []byte, end int64) bool) (line []byte, n int, offset int64, lineNo int, err error) {
-	frag, err := l.r.ReadSlice('\n')
+	frag, err := l.r.readSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		l.head = append(l.head[:0], frag[:min(len(frag), lineHead)]...)
 		n := len(frag)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			frag, err = l.r.ReadSlice('\n')
+			frag, err = l.r.readSlice('\n')
 			n += len(frag)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
