@@ -43,7 +43,7 @@ type Resumable struct {
 	// skeleton is the skeleton of the history (Skeleton); calls every
 	// tool call of the file, in order.
 	skeleton []model.Message
-	calls    []model.ToolCall
+	calls    []callRef
 	view     *View
 	attempts Lifetime
 	lastEnd  *AttemptEntry
@@ -64,6 +64,10 @@ type Resumable struct {
 	// the View holds); every other line was skimmed or skipped.
 	decoded int64
 }
+
+// callRef is a tool call as a resume keeps it: its id and name, a third
+// of a model.ToolCall, for there is one for every call of the file.
+type callRef struct{ id, name string }
 
 // Lifetime sums every attempt recorded in a transcript.
 type Lifetime struct {
@@ -289,7 +293,9 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 		}
 		switch {
 		case skel != nil:
-			r.calls = append(r.calls, skel.ToolCalls...)
+			for _, c := range skel.ToolCalls {
+				r.calls = append(r.calls, callRef{id: c.ID, name: c.Name})
+			}
 			seg.message(segmentMessage{id: e.ID, role: skel.Role, offset: offset, length: n, line: lineNo, skel: skel})
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
@@ -480,7 +486,7 @@ func (s *historySegment) check(i int) (model.Message, error) {
 // some of their results answer calls made before the history, as after a
 // compaction that kept no message) one assistant skeleton holding those
 // calls, found in calls, every call of the file in order.
-func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
+func (s *historySegment) skeleton(calls []callRef) []model.Message {
 	out := make([]model.Message, 0, len(s.msgs)+1)
 	made := map[string]bool{}
 	for _, m := range s.msgs { // every one checked by bound
@@ -499,9 +505,9 @@ func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
 	if len(need) > 0 {
 		before := model.Message{Role: model.RoleAssistant}
 		for _, c := range calls {
-			if need[c.ID] {
-				before.ToolCalls = append(before.ToolCalls, c)
-				delete(need, c.ID)
+			if need[c.id] {
+				before.ToolCalls = append(before.ToolCalls, model.ToolCall{ID: c.id, Name: c.name})
+				delete(need, c.id)
 			}
 		}
 		if len(before.ToolCalls) > 0 {
@@ -743,7 +749,7 @@ func (r *Resumable) Skeleton() []model.Message { return r.skeleton }
 func (r *Resumable) CallIDs() []string {
 	var out []string
 	for _, c := range r.calls {
-		out = append(out, c.ID)
+		out = append(out, c.id)
 	}
 	return out
 }
