@@ -158,3 +158,35 @@ func TestDecodeMessageAllocatesItsStrings(t *testing.T) {
 		t.Fatalf("the line does not read back: %v", err)
 	}
 }
+
+// TestReadForResumeDecodesTheHistoryOnce: reading a transcript for a
+// resume costs, per message of the history it decodes, about a dozen
+// allocations — the skim of an assistant line, the message's, its lists'
+// and its short strings'; its texts share a few large buffers — where
+// reading each line twice, the second time by encoding/json, made 29.
+func TestReadForResumeDecodesTheHistoryOnce(t *testing.T) {
+	out := strings.Repeat("func handler(w http.ResponseWriter, r *http.Request) { // ✓\n", 150)
+	var msgs []model.Message
+	const turns = 300
+	for i := range turns {
+		id := "call-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+		msgs = append(msgs,
+			model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: "text", Text: "Reading the next file."}},
+				ToolCalls: []model.ToolCall{{ID: id, Name: "read", Args: json.RawMessage(`{"path":"a.go"}`)}}},
+			model.Message{Role: model.RoleToolResult, Results: []model.ToolResult{{ToolCallID: id, ToolName: "read", Content: out}}})
+	}
+	path := newTranscript(t, Header{}, msgs)
+	var r *Resumable
+	allocs := testing.AllocsPerRun(3, func() {
+		var err error
+		if r, err = ReadForResume(path); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := r.View().Messages(); len(got) != len(msgs) || got[len(got)-1].Results[0].Content != out {
+		t.Fatalf("the history reads back as %d messages, want %d", len(got), len(msgs))
+	}
+	if per := allocs / float64(len(msgs)); per > 15 {
+		t.Errorf("ReadForResume allocates %.1f times per message of the history, want at most 15", per)
+	}
+}

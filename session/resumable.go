@@ -429,7 +429,7 @@ type historySegment struct {
 	win   []byte
 	winAt int64
 	// arena holds the texts of the messages load decodes, which the View
-	// will hold, in buffers the size of the history the model may take.
+	// will hold, in buffers of up to arenaChunk.
 	arena *arena
 	// from is the number of the line after the last compaction's (2
 	// before any compaction).
@@ -543,7 +543,7 @@ func (s *historySegment) bound(budget int64) (*Omitted, error) {
 	for _, m := range s.msgs {
 		size += int64(m.length)
 	}
-	s.arena = newArena(int(min(size, budget)))
+	s.arena = newArena(int(min(size, budget, arenaChunk)))
 	size = 0
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		m := s.msgs[i]
@@ -644,6 +644,10 @@ func (s *historySegment) compaction(e Entry, line int) error {
 
 // decodeChunk bounds how much of the history load reads at once.
 const decodeChunk = 4 << 20
+
+// arenaChunk bounds the buffers the history's texts are decoded into: two
+// huge pages, and what a message the View keeps may keep alive of them.
+const arenaChunk = 4 << 20
 
 // load reads and decodes the message line msgs[i] if it has not been, and
 // returns its skeleton; a line past MaxResumeLine is only checked (check;
