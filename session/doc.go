@@ -23,7 +23,8 @@
 // as skeletons; ReadForResume reads it in one pass for continuing it,
 // decoding only the history the model sees (clipping a message whose line
 // passes MaxResumeLine, and of a history past MaxResumeHistory only its
-// most recent messages), skimming the assistant lines everywhere for the
+// most recent messages; decode.go decodes its lines in one pass, into
+// buffers that may be huge pages), skimming the assistant lines everywhere for the
 // call ids a continued run must not reuse (skim.go), and reading of a user
 // or toolResult line before that history only its entry prefix, so that
 // its cost is one scan of the file plus the reading of that history, and

@@ -111,10 +111,29 @@ type wireCompaction struct {
 
 // decodeEntry parses and validates one entry line (without or with "\n").
 func decodeEntry(line []byte) (Entry, error) {
+	return decodeEntryIn(line, nil)
+}
+
+// decodeEntryIn is decodeEntry, the texts of a message line decoded into a
+// (nil: each its own allocation).
+func decodeEntryIn(line []byte, a *arena) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	if bytes.HasPrefix(line, messagePrefix) {
-		// A message line as this package writes it decodes in one pass;
-		// anything else takes the general path, which also words the error.
+		// A message line as this package writes it decodes in one pass
+		// (decode.go); anything else takes the general path, which also
+		// words the error.
+		if e, err := decodeMessageLine(line, a); err == nil {
+			return e, nil
+		}
+	}
+	return decodeEntryJSON(line)
+}
+
+// decodeEntryJSON is decodeEntry by encoding/json alone: the judge of every
+// line, and the path of every line decodeMessageLine does not take.
+func decodeEntryJSON(line []byte) (Entry, error) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if bytes.HasPrefix(line, messagePrefix) {
 		var w wireMessage
 		if json.Unmarshal(line, &w) == nil && w.Type == EntryMessage && w.ID != "" {
 			return messageEntry(w)

@@ -43,7 +43,7 @@ type Resumable struct {
 	// skeleton is the skeleton of the history (Skeleton); calls every
 	// tool call of the file, in order.
 	skeleton []model.Message
-	calls    []model.ToolCall
+	calls    []callRef
 	view     *View
 	attempts Lifetime
 	lastEnd  *AttemptEntry
@@ -64,6 +64,10 @@ type Resumable struct {
 	// the View holds); every other line was skimmed or skipped.
 	decoded int64
 }
+
+// callRef is a tool call as a resume keeps it: its id and name, a third
+// of a model.ToolCall, for there is one for every call of the file.
+type callRef struct{ id, name string }
 
 // Lifetime sums every attempt recorded in a transcript.
 type Lifetime struct {
@@ -232,7 +236,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 	}
 	r := &Resumable{Path: path, Size: size}
 	seg := historySegment{f: f, path: path, from: 2}
-	lr := newLineReader(io.LimitReader(f, size), f)
+	lr := newLineReader(io.LimitReader(f, size), f, size)
 	// skippable says whether the line that starts with head and ends at
 	// end may be left unread past its start.
 	skippable := func(head []byte, end int64) bool {
@@ -289,7 +293,9 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 		}
 		switch {
 		case skel != nil:
-			r.calls = append(r.calls, skel.ToolCalls...)
+			for _, c := range skel.ToolCalls {
+				r.calls = append(r.calls, callRef{id: c.ID, name: c.Name})
+			}
 			seg.message(segmentMessage{id: e.ID, role: skel.Role, offset: offset, length: n, line: lineNo, skel: skel})
 		case e.Attempt != nil:
 			r.attempts.add(*e.Attempt)
@@ -314,6 +320,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 			r.Torn = &TornTail{Offset: offset, Line: lineNo, Bytes: n, Reason: "the final entry lacks its newline", NeedsNewline: true}
 		}
 	}
+	seg.win = lr.release()[:0] // a buffer to reuse, holding nothing yet
 	if r.Omitted, err = seg.bound(MaxResumeHistory); err != nil {
 		return nil, err
 	}
@@ -323,7 +330,7 @@ func readForResume(path string, skip bool) (*Resumable, error) {
 	if len(seg.msgs) > 0 {
 		r.from = seg.msgs[0].line
 	}
-	if r.view, r.Clipped, err = seg.decode(lr.release()); err != nil {
+	if r.view, r.Clipped, err = seg.decode(); err != nil {
 		return nil, err
 	}
 	for _, m := range seg.msgs {
@@ -417,6 +424,13 @@ type historySegment struct {
 	// decoded, until decode takes them.
 	long map[int64]decodedLine
 	buf  []byte // check's buffer
+	// win holds the file's bytes from winAt on: whole message lines that
+	// load reads a few MiB at a time, from the end of the history back.
+	win   []byte
+	winAt int64
+	// arena holds the texts of the messages load decodes, which the View
+	// will hold, in buffers of up to arenaChunk.
+	arena *arena
 	// from is the number of the line after the last compaction's (2
 	// before any compaction).
 	from int
@@ -432,6 +446,9 @@ type segmentMessage struct {
 	// start alone was read (nonAssistantPrefix) is checked only when the
 	// history needs it.
 	skel *model.Message
+	// msg is the message decoded, once load has (nil before, and for a
+	// line past MaxResumeLine, which decodeLong holds clipped).
+	msg *model.Message
 }
 
 func (s *historySegment) message(m segmentMessage) {
@@ -469,7 +486,7 @@ func (s *historySegment) check(i int) (model.Message, error) {
 // some of their results answer calls made before the history, as after a
 // compaction that kept no message) one assistant skeleton holding those
 // calls, found in calls, every call of the file in order.
-func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
+func (s *historySegment) skeleton(calls []callRef) []model.Message {
 	out := make([]model.Message, 0, len(s.msgs)+1)
 	made := map[string]bool{}
 	for _, m := range s.msgs { // every one checked by bound
@@ -488,9 +505,9 @@ func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
 	if len(need) > 0 {
 		before := model.Message{Role: model.RoleAssistant}
 		for _, c := range calls {
-			if need[c.ID] {
-				before.ToolCalls = append(before.ToolCalls, c)
-				delete(need, c.ID)
+			if need[c.id] {
+				before.ToolCalls = append(before.ToolCalls, model.ToolCall{ID: c.id, Name: c.name})
+				delete(need, c.id)
 			}
 		}
 		if len(before.ToolCalls) > 0 {
@@ -504,7 +521,8 @@ func (s *historySegment) skeleton(calls []model.ToolCall) []model.Message {
 }
 
 // bound keeps of the history only its most recent messages that fit in
-// budget bytes of what the model sees, as a compaction keeps a tail: it
+// budget bytes of what the model sees, as a compaction keeps a tail, and
+// decodes (load) every message it weighs, the ones it keeps among them: it
 // starts at a user or assistant message, and every result in it has its
 // call in it. When no such start fits, the latest one is kept, whatever
 // its size. A message counts the length of its line, or, for a line past
@@ -522,9 +540,14 @@ func (s *historySegment) bound(budget int64) (*Omitted, error) {
 	}
 	start, earliest, over := -1, len(s.msgs), false
 	var size int64
+	for _, m := range s.msgs {
+		size += int64(m.length)
+	}
+	s.arena = newArena(int(min(size, budget, arenaChunk)))
+	size = 0
 	for i := len(s.msgs) - 1; i >= 0; i-- {
 		m := s.msgs[i]
-		skel, err := s.check(i)
+		skel, err := s.load(i)
 		if err != nil {
 			return nil, err
 		}
@@ -619,13 +642,65 @@ func (s *historySegment) compaction(e Entry, line int) error {
 	return nil
 }
 
-// decodeChunk bounds how much of the history decode reads at once.
+// decodeChunk bounds how much of the history load reads at once.
 const decodeChunk = 4 << 20
 
-// decode reads the messages of the history from f, a few MiB at a time,
-// and builds the View, clipping the messages whose line passes
-// MaxResumeLine. buf, if not nil, is a buffer to reuse.
-func (s *historySegment) decode(buf []byte) (*View, []ClippedLine, error) {
+// arenaChunk bounds the buffers the history's texts are decoded into: two
+// huge pages, and what a message the View keeps may keep alive of them.
+const arenaChunk = 4 << 20
+
+// load reads and decodes the message line msgs[i] if it has not been, and
+// returns its skeleton; a line past MaxResumeLine is only checked (check;
+// decodeLong decodes it). It reads whole message lines a few MiB at a
+// time, the one asked for last: bound asks for them from the end of the
+// history back. A line that does not decode, or is not the message its
+// start said, is an error, as in check.
+func (s *historySegment) load(i int) (model.Message, error) {
+	m := &s.msgs[i]
+	if m.length > MaxResumeLine {
+		return s.check(i)
+	}
+	if m.msg != nil {
+		return *m.skel, nil
+	}
+	end := m.offset + int64(m.length)
+	if m.offset < s.winAt || end > s.winAt+int64(len(s.win)) {
+		start := m.offset
+		for j := i - 1; j >= 0 && s.msgs[j].length <= MaxResumeLine && end-s.msgs[j].offset <= decodeChunk; j-- {
+			start = s.msgs[j].offset
+		}
+		n := int(end - start)
+		if cap(s.win) < n {
+			s.win = hugeBuffer(max(n, 1<<20))
+		}
+		s.win = s.win[:n]
+		s.winAt = start
+		if _, err := s.f.ReadAt(s.win, start); err != nil {
+			s.win = s.win[:0]
+			return model.Message{}, fmt.Errorf("read transcript %s: %w", s.path, err)
+		}
+	}
+	e, err := decodeEntryIn(s.win[m.offset-s.winAt:end-s.winAt], s.arena)
+	switch {
+	case m.skel != nil && (err != nil || e.Message == nil || e.ID != m.id):
+		// The line checked when the file was scanned.
+		return model.Message{}, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
+	case err != nil:
+		return model.Message{}, fmt.Errorf("%s:%d: %v; the transcript is damaged before its last line, so ink will not guess what it held (start a new session)", s.path, m.line, err)
+	case e.Message == nil || e.ID != m.id || e.Message.Role != m.role:
+		return model.Message{}, fmt.Errorf("%s:%d: the line is not the %s message %s its start says", s.path, m.line, m.role, m.id)
+	}
+	m.msg = e.Message
+	if m.skel == nil {
+		skel := skeletonOf(*e.Message)
+		m.skel = &skel
+	}
+	return *m.skel, nil
+}
+
+// decode builds the View from the messages of the history, which bound
+// decoded (load), clipping the messages whose line passes MaxResumeLine.
+func (s *historySegment) decode() (*View, []ClippedLine, error) {
 	var clipped []ClippedLine
 	v := &View{}
 	if s.summary != nil {
@@ -651,31 +726,14 @@ func (s *historySegment) decode(buf []byte) (*View, []ClippedLine, error) {
 			i++
 			continue
 		}
-		// Read whole message lines from i on, up to a chunk (at least one),
-		// stopping before a line past MaxResumeLine.
-		start := s.msgs[i].offset
-		j := i + 1
-		for j < len(s.msgs) && s.msgs[j].length <= MaxResumeLine && s.msgs[j].offset+int64(s.msgs[j].length)-start <= decodeChunk {
-			j++
+		if _, err := s.load(i); err != nil {
+			return nil, nil, err
 		}
-		n := int(s.msgs[j-1].offset + int64(s.msgs[j-1].length) - start)
-		buf = slices.Grow(buf[:0], n)[:n]
-		if _, err := s.f.ReadAt(buf, start); err != nil {
-			return nil, nil, fmt.Errorf("read transcript %s: %w", s.path, err)
-		}
-		for ; i < j; i++ {
-			m := s.msgs[i]
-			e, err := decodeEntry(buf[m.offset-start : m.offset-start+int64(m.length)])
-			if err != nil || e.Message == nil || e.ID != m.id {
-				return nil, nil, fmt.Errorf("%s: the message at byte %d no longer reads (%v); the file changed while it was read, try again", s.path, m.offset, err)
-			}
-			v.msgs = append(v.msgs, *e.Message)
-			v.ids = append(v.ids, e.ID)
-		}
-		if n > decodeChunk {
-			buf = nil // a long line's buffer, used: let it go
-		}
+		v.msgs = append(v.msgs, *s.msgs[i].msg)
+		v.ids = append(v.ids, s.msgs[i].id)
+		i++
 	}
+	s.win = nil
 	return v, clipped, nil
 }
 
@@ -695,7 +753,7 @@ func (r *Resumable) Skeleton() []model.Message { return r.skeleton }
 func (r *Resumable) CallIDs() []string {
 	var out []string
 	for _, c := range r.calls {
-		out = append(out, c.ID)
+		out = append(out, c.id)
 	}
 	return out
 }
@@ -808,7 +866,7 @@ func (r *Resumable) OpenWriter(fsys durable.FS) (*Writer, error) {
 // line's start, that it needs no more of it. A returned line is valid
 // until the next call.
 type lineReader struct {
-	r       *bufio.Reader
+	r       *lineBuf
 	ra      io.ReaderAt // the same bytes as r, by offset from r's start
 	offset  int64
 	lineNo  int
@@ -823,8 +881,71 @@ const lineBuffer = 4 << 20
 // lineHead is how much of a long line's start skip is given.
 const lineHead = 512
 
-func newLineReader(r io.Reader, ra io.ReaderAt) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, lineBuffer), ra: ra}
+// newLineReader returns a lineReader of r, which holds size bytes (-1:
+// unknown); its buffer is the smaller of lineBuffer and what r holds.
+func newLineReader(r io.Reader, ra io.ReaderAt, size int64) *lineReader {
+	n := lineBuffer
+	if size >= 0 && size < lineBuffer {
+		n = int(size) + 1 // room for all of it: no line is long
+	}
+	return &lineReader{r: &lineBuf{rd: r, buf: hugeBuffer(n)[:n]}, ra: ra}
+}
+
+// lineBuf is bufio.Reader's ReadSlice over a buffer from hugeBuffer: the
+// buffer a long transcript is scanned through costs a fresh process a
+// few page faults, not one every 4 KiB.
+type lineBuf struct {
+	rd   io.Reader
+	buf  []byte
+	r, w int // read and write positions in buf
+	err  error
+}
+
+// readSlice is bufio.Reader.ReadSlice: the bytes up to and including the
+// next delim, valid until the next call; bufio.ErrBufferFull with the
+// whole buffer when it holds no delim; else what is left and the read's
+// error.
+func (b *lineBuf) readSlice(delim byte) ([]byte, error) {
+	searched := 0
+	for {
+		if i := bytes.IndexByte(b.buf[b.r+searched:b.w], delim); i >= 0 {
+			line := b.buf[b.r : b.r+searched+i+1]
+			b.r += searched + i + 1
+			return line, nil
+		}
+		if b.err != nil {
+			line, err := b.buf[b.r:b.w], b.err
+			b.r, b.err = b.w, nil
+			return line, err
+		}
+		if b.w-b.r == len(b.buf) {
+			b.r = b.w
+			return b.buf, bufio.ErrBufferFull
+		}
+		searched = b.w - b.r
+		b.fill()
+	}
+}
+
+// fill moves what is unread to the buffer's start and reads once more.
+func (b *lineBuf) fill() {
+	if b.r > 0 {
+		copy(b.buf, b.buf[b.r:b.w])
+		b.w -= b.r
+		b.r = 0
+	}
+	for range 100 {
+		n, err := b.rd.Read(b.buf[b.w:])
+		b.w += n
+		if err != nil {
+			b.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	b.err = io.ErrNoProgress
 }
 
 // release hands over the buffer of long lines, for the caller to reuse.
@@ -839,12 +960,12 @@ func (l *lineReader) release() []byte {
 // first lineHead bytes and the offset where it ends; when it says yes,
 // line holds only that start (n is still the line's length).
 func (l *lineReader) next(skip func(head []byte, end int64) bool) (line []byte, n int, offset int64, lineNo int, err error) {
-	frag, err := l.r.ReadSlice('\n')
+	frag, err := l.r.readSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		l.head = append(l.head[:0], frag[:min(len(frag), lineHead)]...)
 		n := len(frag)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			frag, err = l.r.ReadSlice('\n')
+			frag, err = l.r.readSlice('\n')
 			n += len(frag)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {

@@ -47,6 +47,9 @@ var strClass = func() (t [256]bool) {
 type skimmer struct {
 	b []byte
 	i int
+	// arena, if not nil, holds the strings the message decoder
+	// (decode.go) decodes.
+	arena *arena
 }
 
 func (s *skimmer) ws() {

@@ -135,7 +135,7 @@ func ReadLifetime(path string) (Lifetime, error) {
 	}
 	defer f.Close()
 	var l Lifetime
-	lr := newLineReader(f, f)
+	lr := newLineReader(f, f, -1)
 	for {
 		line, _, _, lineNo, err := lr.next(nil)
 		if err == io.EOF {

@@ -106,7 +106,7 @@ func readTranscript(path string, r io.ReaderAt, size int64, lean bool) (*Transcr
 		return nil, notStarted(path)
 	}
 	t := &Transcript{Path: path, Size: size, Lean: lean}
-	lr := newLineReader(io.NewSectionReader(r, 0, size), r)
+	lr := newLineReader(io.NewSectionReader(r, 0, size), r, size)
 	for {
 		line, _, start, lineNo, err := lr.next(nil)
 		if err == io.EOF {

@@ -118,9 +118,10 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		t := r.v(c.name, "ns/op")
 		why := fmt.Sprintf("`ink task --resume` reads the file once: a worker finds every line, checks the entries that are not "+
 			"messages and every assistant line (for the call ids it must not reuse), and decodes, of a history no model could take, only "+
-			"its last 16 MiB (session.MaxResumeHistory; ReadForResume alone: %s in process, most of it that decoding), and `ink task` "+
-			"itself, two process starts and a model turn, costs %s. What would close it: a faster decoder of the history the model "+
-			"takes, or a faster machine.", r.ns(readU, "ns/op"), r.ns(task, "ns/op"))
+			"its last 16 MiB (session.MaxResumeHistory), in one pass, into buffers the kernel may back with huge pages (ReadForResume "+
+			"alone: %s in process, where the memory is already mapped; the fresh worker also takes a page fault for every other 4 KiB "+
+			"it touches first), and `ink task` itself, two process starts and a model turn, costs %s. What would close it: a faster "+
+			"machine, or a worker whose memory is already mapped (a warm one).", r.ns(readU, "ns/op"), r.ns(task, "ns/op"))
 		if c.name == resC {
 			why = fmt.Sprintf("`ink task --resume` reads the file once: a worker finds every line and checks every assistant line "+
 				"(for the call ids it must not reuse), reads only the start of the other messages before the last compaction, and decodes "+
