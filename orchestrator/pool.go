@@ -30,7 +30,7 @@ const DefaultWarmWorkers = 4
 // yet started if more — never more than its cap nor the free slots of the
 // window (what the parent can still start). Refills come in the
 // background after every launch, every announced call, every slot given
-// back and every worker ready, maxStarting starts at a time (fill). While
+// back and every worker ready, one start at a time (fill). While
 // a child launched on one of its workers has not made its first model
 // request yet and the pool still holds a worker, it starts none, so that
 // the child's first steps have the CPU; a pool that holds none is behind
@@ -70,9 +70,10 @@ type warmPool struct {
 	// demand is how many idle workers the parent's pace asks for (see
 	// the type's comment); size caps it.
 	demand int
-	// starting are the refiller's starts in progress that no launch took,
-	// oldest first (at most maxStarting).
-	starting []*idleStart
+	// starting are the starts in progress that no launch took (the
+	// refiller begins one while there are fewer than maxStarting); taken
+	// are those launches took, oldest first.
+	starting, taken []*idleStart
 	// waiting are the launches that took a start and wait for a worker,
 	// oldest first: never more than the starts they took that are in
 	// progress.
@@ -80,11 +81,15 @@ type warmPool struct {
 	// settling counts the children launched on the pool's workers that
 	// have not made their first model request yet.
 	settling int
+	// behind is set when the pool was found empty and cleared once its
+	// starts reach its size: until then it does not hold them for the
+	// children settling.
+	behind bool
 }
 
 // idleStart is one start of an idle worker by the refiller. A launch that
 // finds no idle worker takes it (claimed) and waits for the next worker
-// ready.
+// ready; when that is another start's, the two swap roles.
 type idleStart struct {
 	claimed bool // p.mu guards it
 }
@@ -240,6 +245,7 @@ func (p *warmPool) claim(ctx context.Context) ipc.IdleWorker {
 	s := p.starting[0]
 	p.starting = p.starting[1:]
 	s.claimed = true
+	p.taken = append(p.taken, s)
 	ready := make(chan ipc.IdleWorker, 1)
 	p.waiting = append(p.waiting, ready)
 	p.mu.Unlock()
@@ -251,6 +257,7 @@ func (p *warmPool) claim(ctx context.Context) ipc.IdleWorker {
 		p.mu.Lock()
 		if i := slices.Index(p.waiting, ready); i >= 0 {
 			p.waiting = slices.Delete(p.waiting, i, i+1)
+			p.giveStart()
 			p.mu.Unlock()
 			return nil
 		}
@@ -266,6 +273,18 @@ func (p *warmPool) claim(ctx context.Context) ipc.IdleWorker {
 		return nil
 	}
 	return w
+}
+
+// giveStart makes the oldest start a launch took the pool's again, if
+// there is one: the launch was served otherwise, or gave up. p.mu is held.
+func (p *warmPool) giveStart() {
+	if len(p.taken) == 0 {
+		return
+	}
+	t := p.taken[0]
+	p.taken = p.taken[1:]
+	t.claimed = false
+	p.starting = append(p.starting, t)
 }
 
 // giveBack returns an idle worker no launch used to the pool (or ends it
@@ -371,25 +390,32 @@ func (p *warmPool) refill() {
 }
 
 // maxStarting is how many idle workers the refiller starts at once at
-// most. A start mostly waits — for exec, page faults, the handshake — so
-// two overlap well even on 2 cores, where one at a time cannot keep up
-// with a parent that calls task back to back.
-const maxStarting = 2
+// most, besides the starts launches took: one, so as not to crowd the
+// agents that run — a start shares 2 cores with the child just launched
+// and the parent's next call, and two at once slowed every child more than
+// they saved the ones that found the pool empty.
+const maxStarting = 1
 
-// fill starts idle workers while the pool, with the starts in progress,
-// is below its size, maxStarting at a time so as not to crowd the agents
-// that run — unless a child launched on one of its workers is still
-// taking its first steps while the pool holds others: then it starts none
-// (that child's first model request nudges it again). A pool that holds
-// none is behind and starts at once. A start that a launch takes does not
-// count: the next one begins beside it. A start that fails is not retried
-// until the next nudge: a fresh launch would fail the same way and say
-// why.
+// fill starts idle workers while the pool, with the start in progress,
+// is below its size, one at a time (maxStarting) — unless a child launched
+// on one of its workers is still taking its first steps while the pool
+// holds others: then it starts none (that child's first model request
+// nudges it again). A pool found empty is behind and starts at once, and
+// then one start after another until it reaches its size. A start that a
+// launch takes does not count: the next one begins beside it. A start
+// that fails is not retried until the next nudge: a fresh launch would
+// fail the same way and say why.
 func (p *warmPool) fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.settling > 0 && len(p.idle) > 0 {
+	if len(p.idle) == 0 {
+		p.behind = true
+	}
+	if p.settling > 0 && len(p.idle) > 0 && !p.behind {
 		return
+	}
+	if len(p.idle)+len(p.starting) >= p.size() {
+		p.behind = false
 	}
 	for !p.closed && len(p.starting) < maxStarting && len(p.idle)+len(p.starting) < p.size() {
 		s := &idleStart{}
@@ -413,10 +439,18 @@ func (p *warmPool) start(s *idleStart) {
 	if i := slices.Index(p.starting, s); i >= 0 {
 		p.starting = slices.Delete(p.starting, i, i+1)
 	}
+	if i := slices.Index(p.taken, s); i >= 0 {
+		p.taken = slices.Delete(p.taken, i, i+1)
+	}
 	var to chan ipc.IdleWorker
 	if len(p.waiting) > 0 && (err == nil || s.claimed) {
 		to = p.waiting[0]
 		p.waiting = p.waiting[1:]
+		if !s.claimed {
+			// It overtook a start a launch took: that one is the pool's
+			// now.
+			p.giveStart()
+		}
 	}
 	discard := false
 	switch {

@@ -300,9 +300,10 @@ func TestPoolLaunchTakesTheStartInProgress(t *testing.T) {
 	})
 }
 
-// TestPoolStartsTwoAtATime: a pool behind by three starts two workers at
-// once and the third when one of them is ready, never more at a time.
-func TestPoolStartsTwoAtATime(t *testing.T) {
+// TestPoolStartsOneAtATime: a pool behind by three starts one worker,
+// the next when it is ready, never two at a time of its own; a start a
+// launch took does not count, and the next begins beside it.
+func TestPoolStartsOneAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var free, pending atomic.Int32
 		free.Store(8)
@@ -325,18 +326,78 @@ func TestPoolStartsTwoAtATime(t *testing.T) {
 		pending.Store(3) // three task calls announced
 		p.nudge()
 		synctest.Wait()
-		if n := begun.Load(); n != 2 {
-			t.Fatalf("%d starts at once for three announced calls, want 2", n)
+		if n := begun.Load(); n != 1 {
+			t.Fatalf("%d starts at once for three announced calls, want 1", n)
 		}
 		gate <- struct{}{}
 		synctest.Wait()
-		if b, e := begun.Load(), ended.Load(); b != 3 || e != 1 {
-			t.Fatalf("once one start ended: %d begun, %d ended; want the third begun", b, e)
+		if b, e := begun.Load(), ended.Load(); b != 2 || e != 1 {
+			t.Fatalf("once the first start ended: %d begun, %d ended; want the second begun", b, e)
+		}
+		taken := make(chan struct{})
+		go func() {
+			defer close(taken)
+			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the idle one
+			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the start in progress
+		}()
+		synctest.Wait()
+		if b := begun.Load(); b != 3 {
+			t.Fatalf("%d starts begun once a launch took the one in progress, want the next beside it (3)", b)
 		}
 		close(gate)
+		<-taken
+	})
+}
+
+// TestPoolStartOvertaken: when the start beside the one a launch took is
+// ready first, the launch gets that worker and the start it took becomes
+// the pool's: no further start begins, and the pool ends up at its size.
+func TestPoolStartOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var free, pending atomic.Int32
+		free.Store(8)
+		gates := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+		var begun atomic.Int32
+		s := &fakeStarter{}
+		slow := startFunc(func(ctx context.Context, inkHome, dir string) (ipc.IdleWorker, error) {
+			gate := gates[min(int(begun.Add(1))-1, len(gates)-1)]
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return s.StartIdle(ctx, inkHome, dir)
+		})
+		fresh := &countingLauncher{}
+		p := newWarmPool(fresh, slow, "/home/ink", "/work", 4,
+			func() int { return int(free.Load()) }, func() int { return int(pending.Load()) }, slog.New(slog.DiscardHandler))
+		t.Cleanup(func() {
+			close(gates[2])
+			p.close()
+		})
+		pending.Store(1)
+		p.nudge()
 		synctest.Wait()
-		if idle, b := p.idleCount(), begun.Load(); idle != 3 || b != 3 {
-			t.Fatalf("%d idle of %d started, want 3 of 3", idle, b)
+		launched := make(chan struct{})
+		go func() {
+			defer close(launched)
+			pending.Store(0)
+			p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"})
+		}()
+		synctest.Wait()
+		if n := begun.Load(); n != 2 {
+			t.Fatalf("%d starts begun, want the one taken and the one beside it", n)
+		}
+		close(gates[1]) // the start beside ends first
+		<-launched
+		synctest.Wait()
+		if n := begun.Load(); n != 2 {
+			t.Fatalf("%d starts begun after the launch was served by the start beside; want no more: the start it took is the pool's", n)
+		}
+		close(gates[0])
+		synctest.Wait()
+		if idle, n, f := p.idleCount(), begun.Load(), fresh.n.Load(); idle != 1 || n != 2 || f != 0 {
+			t.Fatalf("%d idle, %d starts, %d fresh; want the pool's one worker, 2 starts, none fresh", idle, n, f)
 		}
 	})
 }
