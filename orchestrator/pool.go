@@ -30,7 +30,7 @@ const DefaultWarmWorkers = 4
 // yet started if more — never more than its cap nor the free slots of the
 // window (what the parent can still start). Refills come in the
 // background after every launch, every announced call, every slot given
-// back and every worker ready, one start at a time (fill). While
+// back and every worker ready, maxStarting starts at a time (fill). While
 // a child launched on one of its workers has not made its first model
 // request yet and the pool still holds a worker, it starts none, so that
 // the child's first steps have the CPU; a pool that holds none is behind
@@ -390,21 +390,21 @@ func (p *warmPool) refill() {
 }
 
 // maxStarting is how many idle workers the refiller starts at once at
-// most, besides the starts launches took: one, so as not to crowd the
-// agents that run — a start shares 2 cores with the child just launched
-// and the parent's next call, and two at once slowed every child more than
-// they saved the ones that found the pool empty.
-const maxStarting = 1
+// most, besides the starts launches took. A start mostly waits — for
+// exec, page faults, the handshake — so two overlap well even on 2 cores,
+// where one at a time cannot keep up with a parent that calls task back
+// to back; more would crowd the agents that run.
+const maxStarting = 2
 
-// fill starts idle workers while the pool, with the start in progress,
-// is below its size, one at a time (maxStarting) — unless a child launched
-// on one of its workers is still taking its first steps while the pool
-// holds others: then it starts none (that child's first model request
-// nudges it again). A pool found empty is behind and starts at once, and
-// then one start after another until it reaches its size. A start that a
-// launch takes does not count: the next one begins beside it. A start
-// that fails is not retried until the next nudge: a fresh launch would
-// fail the same way and say why.
+// fill starts idle workers while the pool, with the starts in progress,
+// is below its size, maxStarting at a time — unless a child launched on
+// one of its workers is still taking its first steps while the pool holds
+// others: then it starts none (that child's first model request nudges it
+// again). A pool found empty is behind and starts at once, and then keeps
+// starting until it reaches its size. A start that a launch takes does
+// not count: the next one begins beside it. A start that fails is not
+// retried until the next nudge: a fresh launch would fail the same way
+// and say why.
 func (p *warmPool) fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

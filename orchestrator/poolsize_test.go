@@ -300,10 +300,11 @@ func TestPoolLaunchTakesTheStartInProgress(t *testing.T) {
 	})
 }
 
-// TestPoolStartsOneAtATime: a pool behind by three starts one worker,
-// the next when it is ready, never two at a time of its own; a start a
-// launch took does not count, and the next begins beside it.
-func TestPoolStartsOneAtATime(t *testing.T) {
+// TestPoolStartsTwoAtATime: a pool behind by three starts two workers at
+// once and the third when one of them is ready, never more of its own at
+// a time; a start a launch took does not count, and the next begins
+// beside it.
+func TestPoolStartsTwoAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var free, pending atomic.Int32
 		free.Store(8)
@@ -326,23 +327,23 @@ func TestPoolStartsOneAtATime(t *testing.T) {
 		pending.Store(3) // three task calls announced
 		p.nudge()
 		synctest.Wait()
-		if n := begun.Load(); n != 1 {
-			t.Fatalf("%d starts at once for three announced calls, want 1", n)
+		if n := begun.Load(); n != 2 {
+			t.Fatalf("%d starts at once for three announced calls, want 2", n)
 		}
 		gate <- struct{}{}
 		synctest.Wait()
-		if b, e := begun.Load(), ended.Load(); b != 2 || e != 1 {
-			t.Fatalf("once the first start ended: %d begun, %d ended; want the second begun", b, e)
+		if b, e := begun.Load(), ended.Load(); b != 3 || e != 1 {
+			t.Fatalf("once one start ended: %d begun, %d ended; want the third begun", b, e)
 		}
 		taken := make(chan struct{})
 		go func() {
 			defer close(taken)
 			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the idle one
-			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the start in progress
+			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes a start in progress
 		}()
 		synctest.Wait()
-		if b := begun.Load(); b != 3 {
-			t.Fatalf("%d starts begun once a launch took the one in progress, want the next beside it (3)", b)
+		if b := begun.Load(); b != 4 {
+			t.Fatalf("%d starts begun once a launch took one in progress, want the next beside it (4)", b)
 		}
 		close(gate)
 		<-taken

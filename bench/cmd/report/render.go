@@ -96,7 +96,7 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		r.ns(b2b, "hello-ns/op")+" (`hello`)", formatRatio(b2bX), b2bX <= 2,
 		"a worker start lasts longer than a child's turn at this pace: the pool grows with every task call, and a launch that "+
 			"finds it empty takes the start in progress, so a child now and then waits for the rest of a start, and most children "+
-			"share the 2 cores with the pool's next start besides the main agent's next task call; beyond that, what remains is "+
+			"share the 2 cores with the pool's next starts besides the main agent's next task call; beyond that, what remains is "+
 			"what the row above names. What would close it: a leaner worker start, as for `ink task`.")
 	noDelX := r.v(noDel, "x-nopool-cpu")
 	row("an `ink run` that never delegates costs what it costs without the pool (CPU ≤ 1.1×)", r.ns(noDel, "cpu-ns")+" CPU",
