@@ -398,10 +398,11 @@ const maxStarting = 2
 
 // fill starts idle workers while the pool, with the starts in progress,
 // is below its size, maxStarting at a time — unless a child launched on
-// one of its workers is still taking its first steps while the pool holds
-// others: then it starts none (that child's first model request nudges it
-// again). A pool found empty is behind and starts at once, and then keeps
-// starting until it reaches its size. A start that a launch takes does
+// one of its workers is still taking its first steps: then it starts none
+// while the pool holds others, and one at a time while it is behind (that
+// child's first model request nudges it again). A pool found empty is
+// behind and starts at once, and then keeps starting until it reaches its
+// size. A start that a launch takes does
 // not count: the next one begins beside it. A start that fails is not
 // retried until the next nudge: a fresh launch would fail the same way
 // and say why.
@@ -417,7 +418,11 @@ func (p *warmPool) fill() {
 	if len(p.idle)+len(p.starting) >= p.size() {
 		p.behind = false
 	}
-	for !p.closed && len(p.starting) < maxStarting && len(p.idle)+len(p.starting) < p.size() {
+	limit := maxStarting
+	if p.settling > 0 {
+		limit = 1 // the child taking its first steps shares the CPU with one start at most
+	}
+	for !p.closed && len(p.starting) < limit && len(p.idle)+len(p.starting) < p.size() {
 		s := &idleStart{}
 		p.starting = append(p.starting, s)
 		p.starts.Add(1)

@@ -302,7 +302,8 @@ func TestPoolLaunchTakesTheStartInProgress(t *testing.T) {
 
 // TestPoolStartsTwoAtATime: a pool behind by three starts two workers at
 // once and the third when one of them is ready, never more of its own at
-// a time; a start a launch took does not count, and the next begins
+// a time, and one at most while a child launched on its workers takes its
+// first steps; a start a launch took does not count, and the next begins
 // beside it.
 func TestPoolStartsTwoAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -335,15 +336,23 @@ func TestPoolStartsTwoAtATime(t *testing.T) {
 		if b, e := begun.Load(), ended.Load(); b != 3 || e != 1 {
 			t.Fatalf("once one start ended: %d begun, %d ended; want the third begun", b, e)
 		}
+		w, err := p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the idle one
+		if err != nil {
+			t.Fatal(err)
+		}
 		taken := make(chan struct{})
 		go func() {
 			defer close(taken)
-			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes the idle one
 			p.Launch(context.Background(), ipc.AttemptSpec{}) // takes a start in progress
 		}()
 		synctest.Wait()
+		if b := begun.Load(); b != 3 {
+			t.Fatalf("%d starts begun while the child just launched takes its first steps, want no more than one in progress (3)", b)
+		}
+		firstRequest(t, w)
+		synctest.Wait()
 		if b := begun.Load(); b != 4 {
-			t.Fatalf("%d starts begun once a launch took one in progress, want the next beside it (4)", b)
+			t.Fatalf("%d starts begun once the child made its first model request, want the next beside the one taken (4)", b)
 		}
 		close(gate)
 		<-taken
