@@ -3,9 +3,11 @@ package orchestrator
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 )
 
@@ -22,16 +24,23 @@ const DefaultWarmWorkers = 4
 //
 // It pays for itself by holding only what the parent is about to use. Its
 // size is the demand — none until the parent's first task call (a run
-// that never delegates starts no worker for it; its first child starts
-// fresh), then as many as the task calls launched so far, or the task
-// calls announced and not yet started if more — never more than its cap nor the free slots of the window
-// (what the parent can still start). Refills come in the background after
-// every launch, every announced call and every slot given back; a launch
-// that finds none starts a fresh worker rather than wait. When nothing
-// happened for shrinkAfter the demand halves and idle workers above it
-// end, down to none. An idle worker holds no lease and no session; like
-// any worker it exits when its host is lost. close ends the idle ones.
-// warmPool is safe for concurrent use.
+// that never delegates starts no worker for it; its first child takes the
+// worker its call's announcement started, or starts fresh), then as many
+// as the task calls launched so far, or the task calls announced and not
+// yet started if more — never more than its cap nor the free slots of the
+// window (what the parent can still start). Refills come in the
+// background after every launch, every announced call, every slot given
+// back and every worker ready, maxStarting starts at a time (fill). While
+// a child launched on one of its workers has not made its first model
+// request yet and the pool still holds a worker, it starts none, so that
+// the child's first steps have the CPU; a pool that holds none is behind
+// and starts at once. A launch that finds no idle worker takes a start in
+// progress, if no other launch took it, and the refill goes on beside it
+// with the next; with none in progress it starts a fresh worker rather
+// than wait. When nothing happened for shrinkAfter the demand halves and
+// idle workers above it end, down to none. An idle worker holds no lease
+// and no session; like any worker it exits when its host is lost. close
+// ends the idle ones. warmPool is safe for concurrent use.
 type warmPool struct {
 	fresh   Launcher
 	starter ipc.IdleStarter
@@ -45,7 +54,6 @@ type warmPool struct {
 	// and have not started yet: the children the parent will start next.
 	pending func() int
 	logger  *slog.Logger
-	delay   time.Duration // refillDelay; tests shorten it
 	// shrinkAfter is how long the pool waits, with nothing happening,
 	// before it halves its demand (shrinkDelay).
 	shrinkAfter time.Duration
@@ -54,6 +62,7 @@ type warmPool struct {
 	cancel context.CancelFunc
 	wake   chan struct{}
 	done   chan struct{} // closed when the refiller has stopped
+	starts sync.WaitGroup
 
 	mu     sync.Mutex
 	idle   []ipc.IdleWorker
@@ -61,6 +70,28 @@ type warmPool struct {
 	// demand is how many idle workers the parent's pace asks for (see
 	// the type's comment); size caps it.
 	demand int
+	// starting are the starts in progress that no launch took (the
+	// refiller begins one while there are fewer than maxStarting); taken
+	// are those launches took, oldest first.
+	starting, taken []*idleStart
+	// waiting are the launches that took a start and wait for a worker,
+	// oldest first: never more than the starts they took that are in
+	// progress.
+	waiting []chan ipc.IdleWorker
+	// settling counts the children launched on the pool's workers that
+	// have not made their first model request yet.
+	settling int
+	// behind is set when the pool was found empty and cleared once its
+	// starts reach its size: until then it does not hold them for the
+	// children settling.
+	behind bool
+}
+
+// idleStart is one start of an idle worker by the refiller. A launch that
+// finds no idle worker takes it (claimed) and waits for the next worker
+// ready; when that is another start's, the two swap roles.
+type idleStart struct {
+	claimed bool // p.mu guards it
 }
 
 var _ Launcher = (*warmPool)(nil)
@@ -78,17 +109,15 @@ func newWarmPool(fresh Launcher, starter ipc.IdleStarter, inkHome, dir string, c
 	}
 	p := &warmPool{
 		fresh: fresh, starter: starter, inkHome: inkHome, dir: dir, cap: cap, want: want, pending: pending, logger: logger,
-		delay: refillDelay, shrinkAfter: shrinkDelay,
-		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		shrinkAfter: shrinkDelay, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	go p.refill()
 	return p
 }
 
-// Launch sends spec to an idle worker, or starts a fresh one when none is
-// ready, and then has the pool refilled (see refillDelay).
-// LaunchReady is Launch after ready: a warm worker is started already, so
-// there is nothing to overlap it with but a fresh one's start.
+// LaunchReady is Launch after ready: a warm worker is started already (or
+// being started: it goes on while ready runs), so there is nothing to
+// overlap it with but a fresh one's start.
 func (p *warmPool) LaunchReady(ctx context.Context, spec ipc.AttemptSpec, ready func() error) (Worker, error) {
 	if p.peek() {
 		if err := ready(); err != nil {
@@ -108,22 +137,29 @@ func (p *warmPool) idleCount() int {
 	return len(p.idle)
 }
 
-// peek reports whether an idle worker is waiting.
+// peek reports whether an idle worker is waiting or being started for
+// the next launch to take.
 func (p *warmPool) peek() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.idle) > 0
+	return len(p.idle) > 0 || len(p.starting) > 0
 }
 
+// Launch sends spec to an idle worker, or to the one being started, or
+// starts a fresh one when there is neither, and then has the pool
+// refilled.
 func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, error) {
 	p.grow()
 	defer p.nudge()
 	for {
 		idle := p.take()
 		if idle == nil {
+			idle = p.claim(ctx)
+		}
+		if idle == nil {
 			break
 		}
-		w, err := idle.Run(spec)
+		w, err := p.run(idle, spec)
 		if err == nil {
 			return w, nil
 		}
@@ -132,6 +168,136 @@ func (p *warmPool) Launch(ctx context.Context, spec ipc.AttemptSpec) (Worker, er
 		p.logger.Debug("Idle worker lost; trying another", "err", err)
 	}
 	return p.fresh.Launch(ctx, spec)
+}
+
+// run sends spec to idle; until the child it runs makes its first model
+// request, the pool holds its refills (see fill).
+func (p *warmPool) run(idle ipc.IdleWorker, spec ipc.AttemptSpec) (Worker, error) {
+	p.mu.Lock()
+	p.settling++
+	p.mu.Unlock()
+	w, err := idle.Run(spec)
+	if err != nil {
+		p.settled()
+		return nil, err
+	}
+	return &settlingWorker{Worker: w, pool: p}, nil
+}
+
+// settled counts one launched child as past its first steps (see
+// settlingWorker) and has the pool refilled.
+func (p *warmPool) settled() {
+	p.mu.Lock()
+	p.settling--
+	p.mu.Unlock()
+	p.nudge()
+}
+
+// settlingWorker is a worker of the pool running its attempt: its first
+// model request — or its end, whichever comes first — tells the pool that
+// the child's first steps are done and the CPU may go to the next start.
+type settlingWorker struct {
+	Worker
+	pool *warmPool
+	once sync.Once
+}
+
+func (w *settlingWorker) settle() { w.once.Do(w.pool.settled) }
+
+func (w *settlingWorker) Recv() (ipc.WorkerMsg, error) {
+	m, err := w.Worker.Recv()
+	switch m := m.(type) {
+	case ipc.Event:
+		if _, ok := m.Body.(event.TurnStart); ok {
+			w.settle()
+		}
+	case ipc.Outcome:
+		w.settle()
+	}
+	if err != nil {
+		w.settle()
+	}
+	return m, err
+}
+
+func (w *settlingWorker) Close() {
+	w.settle()
+	w.Worker.Close()
+}
+
+func (w *settlingWorker) Kill() {
+	w.settle()
+	w.Worker.Kill()
+}
+
+// claim takes the oldest of the refiller's starts in progress that no
+// launch took, and waits for the first worker of the pool's starts to be
+// ready (not necessarily that one: starts overtake each other); the
+// refiller begins its next start beside it. It returns nil when no start
+// is left to take, the start failed or ctx ended first (the worker then
+// joins the pool when it is ready).
+func (p *warmPool) claim(ctx context.Context) ipc.IdleWorker {
+	p.mu.Lock()
+	if len(p.starting) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	s := p.starting[0]
+	p.starting = p.starting[1:]
+	s.claimed = true
+	p.taken = append(p.taken, s)
+	ready := make(chan ipc.IdleWorker, 1)
+	p.waiting = append(p.waiting, ready)
+	p.mu.Unlock()
+	p.nudge()
+	var w ipc.IdleWorker
+	select {
+	case w = <-ready:
+	case <-ctx.Done():
+		p.mu.Lock()
+		if i := slices.Index(p.waiting, ready); i >= 0 {
+			p.waiting = slices.Delete(p.waiting, i, i+1)
+			p.giveStart()
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock()
+		// Handed over just now: it is this launch's to give back.
+		if w = <-ready; w != nil {
+			p.giveBack(w)
+		}
+		return nil
+	}
+	if w != nil && !w.Alive() {
+		w.Discard()
+		return nil
+	}
+	return w
+}
+
+// giveStart makes the oldest start a launch took the pool's again, if
+// there is one: the launch was served otherwise, or gave up. p.mu is held.
+func (p *warmPool) giveStart() {
+	if len(p.taken) == 0 {
+		return
+	}
+	t := p.taken[0]
+	p.taken = p.taken[1:]
+	t.claimed = false
+	p.starting = append(p.starting, t)
+}
+
+// giveBack returns an idle worker no launch used to the pool (or ends it
+// when the pool is closed).
+func (p *warmPool) giveBack(w ipc.IdleWorker) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		w.Discard()
+		return
+	}
+	p.idle = append(p.idle, w)
+	p.mu.Unlock()
 }
 
 // take removes and returns a live idle worker, discarding dead ones; nil
@@ -201,23 +367,10 @@ func (p *warmPool) shrink() bool {
 	return left
 }
 
-// refillDelay is how long a pool that holds idle workers waits after a
-// nudge before it starts more: a nudge comes with a launch, and the worker
-// just launched should have the CPU for its first steps, not share it with
-// the next one's start. A pool with none ready starts at once: it is
-// behind, and a parent calling task back to back would otherwise find it
-// empty again at its next call.
-const refillDelay = 30 * time.Millisecond
-
-// refill starts idle workers, one at a time so as not to crowd the
-// agents that run, whenever the pool is below its size, and shrinks it
-// each shrinkAfter that passes with no nudge. A start that fails is not
-// retried until the next nudge: a fresh launch would fail the same way and
-// say why.
+// refill brings the pool up to its size whenever it is nudged, and
+// shrinks it each shrinkAfter that passes with no nudge.
 func (p *warmPool) refill() {
 	defer close(p.done)
-	delay := time.NewTimer(time.Hour)
-	delay.Stop()
 	unused := time.NewTimer(time.Hour)
 	unused.Stop()
 	for {
@@ -232,41 +385,95 @@ func (p *warmPool) refill() {
 		case <-p.wake:
 		}
 		unused.Reset(p.shrinkAfter)
-		if p.idleCount() > 0 {
-			// The worker just launched should have the CPU for its first
-			// steps; a pool with none ready is behind and starts at once.
-			delay.Reset(p.delay)
-			select {
-			case <-p.ctx.Done():
-				return
-			case <-delay.C:
-			}
+		p.fill()
+	}
+}
+
+// maxStarting is how many idle workers the refiller starts at once at
+// most, besides the starts launches took. A start mostly waits — for
+// exec, page faults, the handshake — so two overlap well even on 2 cores,
+// where one at a time cannot keep up with a parent that calls task back
+// to back; more would crowd the agents that run.
+const maxStarting = 2
+
+// fill starts idle workers while the pool, with the starts in progress,
+// is below its size, maxStarting at a time — unless a child launched on
+// one of its workers is still taking its first steps: then it starts none
+// while the pool holds others, and one at a time while it is behind (that
+// child's first model request nudges it again). A pool found empty is
+// behind and starts at once, and then keeps starting until it reaches its
+// size. A start that a launch takes does
+// not count: the next one begins beside it. A start that fails is not
+// retried until the next nudge: a fresh launch would fail the same way
+// and say why.
+func (p *warmPool) fill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == 0 {
+		p.behind = true
+	}
+	if p.settling > 0 && len(p.idle) > 0 && !p.behind {
+		return
+	}
+	if len(p.idle)+len(p.starting) >= p.size() {
+		p.behind = false
+	}
+	limit := maxStarting
+	if p.settling > 0 {
+		limit = 1 // the child taking its first steps shares the CPU with one start at most
+	}
+	for !p.closed && len(p.starting) < limit && len(p.idle)+len(p.starting) < p.size() {
+		s := &idleStart{}
+		p.starting = append(p.starting, s)
+		p.starts.Add(1)
+		go p.start(s)
+	}
+}
+
+// start runs one start of an idle worker: its worker goes to the launch
+// that has waited longest for one, or joins the pool, which the refiller
+// then tops up. A start that a launch took and that failed sends that
+// launch on to a fresh worker.
+func (p *warmPool) start(s *idleStart) {
+	defer p.starts.Done()
+	w, err := p.starter.StartIdle(p.ctx, p.inkHome, p.dir)
+	if err != nil && p.ctx.Err() == nil {
+		p.logger.Debug("Warm worker did not start", "err", err)
+	}
+	p.mu.Lock()
+	if i := slices.Index(p.starting, s); i >= 0 {
+		p.starting = slices.Delete(p.starting, i, i+1)
+	}
+	if i := slices.Index(p.taken, s); i >= 0 {
+		p.taken = slices.Delete(p.taken, i, i+1)
+	}
+	var to chan ipc.IdleWorker
+	if len(p.waiting) > 0 && (err == nil || s.claimed) {
+		to = p.waiting[0]
+		p.waiting = p.waiting[1:]
+		if !s.claimed {
+			// It overtook a start a launch took: that one is the pool's
+			// now.
+			p.giveStart()
 		}
-		for {
-			p.mu.Lock()
-			short := !p.closed && len(p.idle) < p.size()
-			p.mu.Unlock()
-			if !short {
-				break
-			}
-			w, err := p.starter.StartIdle(p.ctx, p.inkHome, p.dir)
-			if err != nil {
-				if p.ctx.Err() == nil {
-					p.logger.Debug("Warm worker did not start", "err", err)
-				}
-				break
-			}
-			p.mu.Lock()
-			if p.closed {
-				p.mu.Unlock()
-				w.Discard()
-				return
-			}
-			p.idle = append(p.idle, w)
-			n := len(p.idle)
-			p.mu.Unlock()
-			p.logger.Info("Warm worker ready", "idle", n)
-		}
+	}
+	discard := false
+	switch {
+	case to != nil:
+		to <- w // nil when the start failed
+	case err != nil:
+	case p.closed:
+		discard = true
+	default:
+		p.idle = append(p.idle, w)
+		p.logger.Info("Warm worker ready", "idle", len(p.idle))
+	}
+	p.mu.Unlock()
+	if discard {
+		w.Discard()
+	}
+	if err == nil {
+		p.nudge()
 	}
 }
 
@@ -290,4 +497,5 @@ func (p *warmPool) close() {
 	}
 	wg.Wait()
 	<-p.done
+	p.starts.Wait()
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/inkdev/ink/event"
 	"github.com/inkdev/ink/ipc"
 	"github.com/inkdev/ink/model"
 )
@@ -36,8 +38,42 @@ func (f *fakeIdle) Run(spec ipc.AttemptSpec) (Worker, error) {
 	if f.launch != nil {
 		return f.launch(spec)
 	}
-	return nil, nil
+	return &stepWorker{}, nil
 }
+
+// stepWorker is the worker of a child launched on a fakeIdle: its first
+// message is its first model request (turn.start), then its stream ends.
+type stepWorker struct{ sent atomic.Bool }
+
+func (w *stepWorker) Pid() int                             { return 0 }
+func (w *stepWorker) Send(ipc.HostMsg) error               { return nil }
+func (w *stepWorker) Close()                               {}
+func (w *stepWorker) Kill()                                {}
+func (w *stepWorker) Exit(time.Duration) (ExitState, bool) { return ExitState{}, true }
+func (w *stepWorker) Beats() <-chan ipc.Heartbeat          { return nil }
+func (w *stepWorker) Recv() (ipc.WorkerMsg, error) {
+	if w.sent.CompareAndSwap(false, true) {
+		return ipc.Event{Seq: 1, Body: event.TurnStart{Turn: 1}}, nil
+	}
+	return nil, io.EOF
+}
+
+// firstRequest plays what the supervisor reads of the child launched on
+// w: its first model request.
+func firstRequest(t *testing.T, w Worker) {
+	t.Helper()
+	m, err := w.Recv()
+	if ev, ok := m.(ipc.Event); err != nil || !ok {
+		t.Fatalf("the child's first message: %+v, %v; want its turn.start", m, err)
+	} else if _, ok := ev.Body.(event.TurnStart); !ok {
+		t.Fatalf("the child's first event: %+v; want its turn.start", ev.Body)
+	}
+}
+
+// aWhile is time let pass on a bubble's clock to show that the pool did
+// nothing more: it has no timer but its shrinkDelay.
+const aWhile = 30 * time.Millisecond
+
 func (f *fakeIdle) Alive() bool { return !f.dead.Load() }
 func (f *fakeIdle) Discard()    { f.discarded.Store(true) }
 
@@ -111,7 +147,8 @@ func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 			t.Fatalf("the first launch did not start a fresh worker")
 		}
 		eventually(t, "the pool holds 1 idle worker", func() bool { return p.idleCount() == 1 })
-		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"}); err != nil {
+		w1, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/1"})
+		if err != nil {
 			t.Fatal(err)
 		}
 		if fresh.n.Load() != 1 {
@@ -122,9 +159,12 @@ func TestPoolFillsAfterTheFirstLaunch(t *testing.T) {
 			t.Fatalf("the oldest idle worker did not get the attempt: %+v", sp)
 		}
 		eventually(t, "the pool is refilled to 2", func() bool { return p.idleCount() == 2 && len(s.all()) == 3 })
-		if _, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/2"}); err != nil {
+		firstRequest(t, w1)
+		w2, err := p.Launch(context.Background(), ipc.AttemptSpec{Label: "main/2"})
+		if err != nil {
 			t.Fatal(err)
 		}
+		firstRequest(t, w2)
 		eventually(t, "the pool is refilled to its cap of 3", func() bool { return p.idleCount() == 3 && len(s.all()) == 5 })
 	})
 }
@@ -144,7 +184,7 @@ func TestPoolFollowsTheWindow(t *testing.T) {
 		p.nudge()
 		// Both launches and their nudges are handled, the refill delay
 		// has passed: with no free slot nothing more started.
-		settleAfter(refillDelay)
+		settleAfter(aWhile)
 		if n := len(s.all()); n != 1 || p.idleCount() != 0 {
 			t.Fatalf("with a full window the pool started %d workers and holds %d", n, p.idleCount())
 		}
@@ -201,7 +241,7 @@ func TestPoolStartFailureIsNotRetriedInALoop(t *testing.T) {
 		t.Cleanup(p.close)
 		p.Launch(context.Background(), ipc.AttemptSpec{})
 		eventually(t, "one start was tried", func() bool { return tries.Load() >= 1 })
-		settleAfter(10 * refillDelay)
+		settleAfter(10 * aWhile)
 		if n := tries.Load(); n != 1 {
 			t.Fatalf("a failing start was tried %d times after one launch", n)
 		}
@@ -262,14 +302,14 @@ func TestPoolInTheSupervisor(t *testing.T) {
 				if !w.Start() || !w.Turn(1) {
 					return
 				}
-				time.Sleep(10 * refillDelay)
+				time.Sleep(10 * aWhile)
 				synctest.Wait()
 				afterRequest = len(orc.pool.starter.(*poolLauncher).starter.all())
 				for i, id := range []string{"call-1", "call-2"} {
 					if i > 0 {
 						// The pool starts its workers on the bubble's clock.
 						for deadline := time.Now().Add(waitLong); orc.pool.idleCount() < 1 && time.Now().Before(deadline); {
-							time.Sleep(refillDelay)
+							time.Sleep(aWhile)
 						}
 					}
 					call := taskCallOf(id, `{"prompt":"look around"}`)

@@ -3,6 +3,8 @@ package toolargs
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -16,15 +18,20 @@ import (
 // the extra type costs every request bytes. edits then adjust what tags
 // cannot say (a minimum, a description that depends on configuration).
 //
+// The schema of T is generated once per process; edits change a copy of
+// it whose sub-schemas are its own but whose other slices (required,
+// enum, …) are shared: an edit replaces those, never changes them in
+// place.
+//
 // Schema panics when T cannot have a schema (a type jsonschema-go refuses,
 // or an edit naming a property T lacks): a mistake in ink's own types,
 // which every tool package's golden schema test catches.
 func Schema[T any](edits ...func(*jsonschema.Schema)) json.RawMessage {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("toolargs: schema: %v", err))
+	g := generated[T]()
+	if len(edits) == 0 {
+		return g.raw
 	}
-	compact(s)
+	s := g.schema.CloneSchemas()
 	for _, edit := range edits {
 		edit(s)
 	}
@@ -33,6 +40,37 @@ func Schema[T any](edits ...func(*jsonschema.Schema)) json.RawMessage {
 		panic(fmt.Sprintf("toolargs: schema: %v", err))
 	}
 	return b
+}
+
+// schemaOf is the generated, compacted schema of one arguments type and
+// its JSON, which no one may change: edits go to a copy.
+type schemaOf struct {
+	schema *jsonschema.Schema
+	raw    json.RawMessage
+}
+
+// schemas holds the schemaOf of every arguments type, by reflect.Type:
+// generating one takes reflection and an encoding, and every attempt
+// lists its tools at least twice.
+var schemas sync.Map
+
+// generated returns the schemaOf T, generating it on first use.
+func generated[T any]() *schemaOf {
+	key := reflect.TypeFor[T]()
+	if g, ok := schemas.Load(key); ok {
+		return g.(*schemaOf)
+	}
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("toolargs: schema: %v", err))
+	}
+	compact(s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("toolargs: schema: %v", err))
+	}
+	g, _ := schemas.LoadOrStore(key, &schemaOf{schema: s, raw: b})
+	return g.(*schemaOf)
 }
 
 // Describe is an edit for Schema that sets the description of the

@@ -134,6 +134,27 @@ func TestSchema(t *testing.T) {
 	}
 }
 
+// TestSchemaEditsStayWithTheirCall: the schema of a type is generated
+// once per process, and what one call's edits change is not seen by the
+// next call, with or without edits of its own.
+func TestSchemaEditsStayWithTheirCall(t *testing.T) {
+	t.Parallel()
+	plain := string(Schema[sample]())
+	edited := string(Schema[sample](Describe("path", "Changed."), func(s *jsonschema.Schema) {
+		Property(s, "limit").Minimum = jsonschema.Ptr(5.0)
+	}))
+	if !strings.Contains(edited, `"Changed."`) || !strings.Contains(edited, `"minimum":5`) {
+		t.Fatalf("the edits are missing from the edited schema: %s", edited)
+	}
+	if again := string(Schema[sample]()); again != plain || strings.Contains(again, "Changed.") || strings.Contains(again, `"minimum":5`) {
+		t.Fatalf("after an edited call the schema is\n%s\nwant\n%s", again, plain)
+	}
+	other := string(Schema[sample](Describe("limit", "Other.")))
+	if strings.Contains(other, "Changed.") || strings.Contains(other, `"minimum":5`) || !strings.Contains(other, `"File to read."`) {
+		t.Fatalf("an earlier call's edits leaked into a later one: %s", other)
+	}
+}
+
 func TestPropertyPanicsOnAnUnknownName(t *testing.T) {
 	t.Parallel()
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inkdev/ink/ipc"
+	"github.com/inkdev/ink/tools"
 )
 
 // PooledEnv (ipc.PooledEnv, set to the host's pid) marks a worker started
@@ -96,6 +97,25 @@ func (h *handler) adopt(sp ipc.AttemptSpec) {
 	h.late.open(filepath.Join(sp.InkHome, "logs", sp.SessionID+".log"))
 	if err := os.Chdir(sp.Cwd); err != nil {
 		h.log.Warn("Cannot change to the attempt's directory", "cwd", sp.Cwd, "err", err)
+	}
+}
+
+// warmUp does, while a pooled worker waits for its attempt, what every
+// attempt does the same way in a process: it lists the built-in tools,
+// whose argument schemas are generated once per process, so that the
+// attempt's first model request does not wait for them. It does so for
+// dir (the worker's directory) and leaves nothing behind; what it cannot
+// do it leaves to the attempt.
+func warmUp(dir string) {
+	all, closer, err := tools.Builtins(tools.Env{Root: dir, Cwd: dir})
+	if err != nil {
+		return
+	}
+	defer closer.Close()
+	all = append(all, tools.NewTask(nil))
+	all = append(all, tools.NewTaskControls(nil)...)
+	for _, t := range all {
+		t.Spec()
 	}
 }
 

@@ -62,6 +62,9 @@ func Main() {
 		// re-parenting.
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
+		if dir, err := os.Getwd(); err == nil {
+			go warmUp(dir)
+		}
 		go watchHost(ctx, host, func() {
 			if !h.started() {
 				logger.Warn("The host was lost before an attempt arrived; exiting")

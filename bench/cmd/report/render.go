@@ -92,14 +92,16 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 		fmt.Sprintf("the child's worker is started ahead (warm), and its start point — lease record and transcript, whose sync alone "+
 			"would cost %s on this disk (the lease row's `publish` floor) — is synced beside its first model request, so what remains is "+
 			"the main agent's task call crossing to the supervisor, the attempt crossing to the warm worker (two gRPC hops), and the "+
-			"worker's log file, lease, first transcript write, tools and provider, on 2 cores shared with the supervisor and the main "+
-			"agent's worker. What would close it: a worker that builds before its attempt arrives what does not depend on it (its "+
-			"log, its tool set), or a core to itself.", r.ns(leaseU, "publish-ns/op")))
+			"worker's log file, lease, first transcript write, tools (their schemas generated while it waited) and provider, on 2 "+
+			"cores shared with the supervisor and the main agent's worker. What would close it: a worker that opens before its "+
+			"attempt arrives what does not depend on it (its log), or a core to itself.", r.ns(leaseU, "publish-ns/op")))
 	b2bX := r.v(b2b, "x-hello")
 	row("every child after the first of an `ink run` that delegates back to back ≤ 2× the same floor", r.ns(b2b, "ns/op"),
 		r.ns(b2b, "hello-ns/op")+" (`hello`)", formatRatio(b2bX), b2bX <= 2,
-		"the children after the first find a warm worker (the pool grows with every task call), so what remains is what the row "+
-			"above names, with the main agent's next task call and the pool's refill sharing the 2 cores with the child.")
+		"a worker start lasts longer than a child's turn at this pace: the pool grows with every task call, and a launch that "+
+			"finds it empty takes the start in progress, so a child now and then waits for the rest of a start, and most children "+
+			"share the 2 cores with the pool's next starts besides the main agent's next task call; beyond that, what remains is "+
+			"what the row above names. What would close it: a leaner worker start, as for `ink task`.")
 	noDelX := r.v(noDel, "x-nopool-cpu")
 	row("an `ink run` that never delegates costs what it costs without the pool (CPU ≤ 1.1×)", r.ns(noDel, "cpu-ns")+" CPU",
 		r.ns(noDel, "nopool-cpu-ns")+" CPU (`--max-depth 0`)", formatRatio(noDelX), noDelX <= 1.1,
@@ -108,8 +110,10 @@ func render(m machine, results map[string]result, raw string) (string, error) {
 	fanX := r.v(fan64, "x-plugin")
 	row("64 children in one message ≤ 2× 64 starts at once of the smallest go-plugin plugin", r.ns(fan64, "ns/op"),
 		r.ns(fan64, "plugin-ns/op")+" (`plugin`)", formatRatio(fanX), fanX <= 2,
-		"each child is an ink worker start (the ink binary, not a plugin that does nothing), its lease and transcript, and the supervisor "+
-			"composing 64 results, on 2 cores. What would close it: a leaner worker start, as for `ink task`.")
+		"each child is an ink worker start (the ink binary, not a plugin that does nothing), its lease and transcript, on 2 cores: a "+
+			"profile of the 64-child run finds nearly all the CPU in the worker processes — the kernel faulting in the binary's pages, "+
+			"the packages' initialisation, each child reading the scripted model's file — and the supervisor, launching the children "+
+			"and composing their results, at a few percent. What would close it: a leaner worker start, as for `ink task`.")
 	waveX, peak := r.v(wave, "x-wave"), r.v(wave, "peak-children")
 	row("`--max-parallel 64` honoured inside one message: 32 children that wait 1 s run in one wave", fmt.Sprintf("%s, %d at once", r.ns(wave, "ns/op"), int(peak)),
 		r.ns(wave, "wave-ns/op")+" (one wave)", formatRatio(waveX), waveX <= 2 && peak == 32,
