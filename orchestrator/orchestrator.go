@@ -150,9 +150,9 @@ type Config struct {
 	// ahead of the children that will need them (a warm pool; see
 	// DefaultWarmWorkers), sized to what the parents are about to start
 	// (see warmPool), refilled in the background, so that a child skips
-	// the process start. The main agent of a run starts fresh, and the
-	// pool starts with its first task call, so that a run that never
-	// delegates never pays for it. It pays
+	// the process start. The main agent of a run takes no pool worker,
+	// and the pool starts with its first task call, so that a run that
+	// never delegates never pays for it. It pays
 	// only in a supervisor that starts children while it runs — `ink run`
 	// whose main agent delegates, a server — not in a one-shot `ink task`.
 	// It needs a launcher that can start idle workers (the default one

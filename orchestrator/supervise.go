@@ -177,8 +177,9 @@ func (o *Orchestrator) supervise(ctx context.Context, ar *agentRun, spec ipc.Att
 	case spec.Remote != nil:
 		launcher = o.remote
 	case spec.Depth == 0 && o.pool != nil:
-		// The main agent is no task call: it starts fresh, and the pool
-		// waits for its first task call (noteTaskCalls).
+		// The main agent is no task call: it takes no pool worker (it
+		// starts fresh, or on the first worker), and the pool waits for
+		// its first task call (noteTaskCalls).
 		launcher = o.pool.fresh
 	}
 	if spec.Remote == nil {
