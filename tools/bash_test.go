@@ -118,7 +118,9 @@ func (k *kit) pidFile(t *testing.T) string {
 func startGrandchild(t *testing.T, ctx context.Context, k *kit, extra map[string]any) (int, <-chan Result) {
 	t.Helper()
 	pidfile := k.pidFile(t)
-	args := map[string]any{"command": "sleep 300 & echo $! > " + pidfile + "; echo started; wait"}
+	// "started" goes out before the pid file appears, so a test that
+	// acts on the pid file finds it in the output.
+	args := map[string]any{"command": "sleep 300 & echo started; echo $! > " + pidfile + "; wait"}
 	for key, v := range extra {
 		args[key] = v
 	}
