@@ -102,21 +102,8 @@ func (s *skimmer) fullMessage(m *model.Message) error {
 	return s.fields(messageKeys, func(i int) (err error) {
 		switch i {
 		case 0:
-			raw, esc, err := s.str()
-			if err != nil || esc {
-				return errSkim
-			}
-			switch string(raw) {
-			case string(model.RoleUser):
-				m.Role = model.RoleUser
-			case string(model.RoleAssistant):
-				m.Role = model.RoleAssistant
-			case string(model.RoleToolResult):
-				m.Role = model.RoleToolResult
-			default:
-				return errSkim // validateMessage would refuse it
-			}
-			return nil
+			m.Role, err = s.role()
+			return err
 		case 1:
 			if s.isNull() {
 				return nil

@@ -439,21 +439,9 @@ func (s *skimmer) message(m *model.Message) error {
 	return s.fields(messageKeys, func(i int) error {
 		switch i {
 		case 0:
-			raw, esc, err := s.str()
-			if err != nil || esc {
-				return errSkim
-			}
-			switch string(raw) { // no allocation: the role is one of three constants
-			case string(model.RoleUser):
-				m.Role = model.RoleUser
-			case string(model.RoleAssistant):
-				m.Role = model.RoleAssistant
-			case string(model.RoleToolResult):
-				m.Role = model.RoleToolResult
-			default:
-				return errSkim // validateMessage would refuse it
-			}
-			return nil
+			var err error
+			m.Role, err = s.role()
+			return err
 		case 1:
 			if s.isNull() {
 				return nil
@@ -566,4 +554,22 @@ func (s *skimmer) intValue() error {
 		return errSkim
 	}
 	return nil
+}
+
+// role reads a message's role, which must be one of the three ink writes
+// (validateMessage refuses any other), without allocating.
+func (s *skimmer) role() (model.Role, error) {
+	raw, esc, err := s.str()
+	if err != nil || esc {
+		return "", errSkim
+	}
+	switch string(raw) {
+	case string(model.RoleUser):
+		return model.RoleUser, nil
+	case string(model.RoleAssistant):
+		return model.RoleAssistant, nil
+	case string(model.RoleToolResult):
+		return model.RoleToolResult, nil
+	}
+	return "", errSkim
 }
